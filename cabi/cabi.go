@@ -1,0 +1,268 @@
+// Package cabi registers remote_segments with DuckDB through the C extension
+// API function table; it is the only package of the project that imports "C".
+//
+// Go state crosses to C as cgo.Handle values stored as DuckDB bind, init and
+// local-init data; DuckDB's delete callbacks free them. Every exported
+// function recovers panics and reports them through the matching
+// duckdb_*_set_error call, so a bug surfaces as a query error, never as a
+// crash of the host.
+package cabi
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../build/include -O2 -Wall -Wno-unused-function
+#include <stdlib.h>
+#include "rs.h"
+void rs_add_named_parameter(uintptr_t f, const char *name, duckdb_type t);
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/remote-segments/remote_segments/scanner"
+)
+
+// bindState is the bind data of one query: the resolved plan and the output
+// columns in DuckDB's order.
+type bindState struct {
+	plan    *scanner.Plan
+	columns []column // output columns: segment_id, chunk_id, then the chunks' fields
+}
+
+// scanState is the global init data of one query.
+type scanState struct {
+	bind       *bindState
+	scan       *scanner.Scan
+	projection []int // output column index for each column of the output chunk
+}
+
+// threadState is one DuckDB thread's local init data.
+type threadState struct {
+	scan  *scanState
+	batch *scanner.Batch
+	cols  []C.rs_col // reused for every fill; Go memory holding pinned pointers
+	pin   runtime.Pinner
+}
+
+// vectorSize is DuckDB's STANDARD_VECTOR_SIZE, the most rows one output chunk holds.
+const vectorSize = 2048
+
+// errorText turns a recovered panic value into an error message.
+func errorText(r any) string {
+	return fmt.Sprintf("remote_segments: internal error (panic): %v", r)
+}
+
+func withCString(s string, f func(*C.char)) {
+	cs := C.CString(s)
+	defer C.free(unsafe.Pointer(cs))
+	f(cs)
+}
+
+//export rsDeleteHandle
+func rsDeleteHandle(h C.uintptr_t) {
+	defer func() { _ = recover() }() // nowhere to report; never crash the host
+	if h == 0 {
+		return
+	}
+	handle := cgo.Handle(h)
+	switch s := handle.Value().(type) {
+	case *scanState:
+		s.scan.Close()
+	case *threadState:
+		s.batch.Close()
+		s.batch = nil
+	}
+	handle.Delete()
+}
+
+//export rsAddNamedParameters
+func rsAddNamedParameters(f C.uintptr_t) {
+	for _, p := range namedParameters {
+		withCString(p.name, func(cs *C.char) { C.rs_add_named_parameter(f, cs, p.duckType) })
+	}
+}
+
+//export rsBind
+func rsBind(info C.duckdb_bind_info) {
+	defer func() {
+		if r := recover(); r != nil {
+			withCString(errorText(r), func(cs *C.char) { C.rs_bind_set_error(info, cs) })
+		}
+	}()
+	if err := bind(info); err != nil {
+		withCString(err.Error(), func(cs *C.char) { C.rs_bind_set_error(info, cs) })
+	}
+}
+
+func bind(info C.duckdb_bind_info) error {
+	csrc := C.rs_bind_get_varchar(info, 0)
+	if csrc == nil {
+		return fmt.Errorf("remote_segments: source is NULL")
+	}
+	source := C.GoString(csrc)
+	C.rs_free(unsafe.Pointer(csrc))
+	cfg := scanner.Config{Source: source, Allocator: memory.DefaultAllocator}
+	if err := readNamedParameters(info, &cfg); err != nil {
+		return err
+	}
+	plan, err := scanner.Bind(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	cols, err := outputColumns(plan.Schema)
+	if err != nil {
+		return err
+	}
+	for _, c := range cols {
+		withCString(c.name, func(cs *C.char) { C.rs_bind_add_column(info, cs, c.duckType) })
+	}
+	var rows int64
+	exact := true
+	for _, ch := range plan.Chunks {
+		if ch.NumRows < 0 {
+			exact = false
+			break
+		}
+		rows += ch.NumRows
+	}
+	if exact {
+		C.rs_bind_set_cardinality(info, C.idx_t(rows), true)
+	}
+	C.rs_bind_set_data(info, C.uintptr_t(cgo.NewHandle(&bindState{plan: plan, columns: cols})))
+	return nil
+}
+
+//export rsInit
+func rsInit(info C.duckdb_init_info) {
+	defer func() {
+		if r := recover(); r != nil {
+			withCString(errorText(r), func(cs *C.char) { C.rs_init_set_error(info, cs) })
+		}
+	}()
+	b := cgo.Handle(C.rs_init_get_bind_data(info)).Value().(*bindState)
+	n := int(C.rs_init_column_count(info))
+	proj := make([]int, n)
+	for i := range proj {
+		proj[i] = int(C.rs_init_column_index(info, C.idx_t(i)))
+	}
+	s := &scanState{bind: b, scan: b.plan.Start(context.Background()), projection: proj}
+	C.rs_init_set_max_threads(info, C.idx_t(max(1, s.scan.MaxThreads())))
+	C.rs_init_set_data(info, C.uintptr_t(cgo.NewHandle(s)))
+}
+
+//export rsLocalInit
+func rsLocalInit(info C.duckdb_init_info) {
+	defer func() {
+		if r := recover(); r != nil {
+			withCString(errorText(r), func(cs *C.char) { C.rs_init_set_error(info, cs) })
+		}
+	}()
+	// The local init receives the global state through the function info only
+	// at fill time, so the thread state binds to it lazily there.
+	C.rs_local_init_set_data(info, C.uintptr_t(cgo.NewHandle(&threadState{})))
+}
+
+//export rsFunction
+func rsFunction(info C.duckdb_function_info, out C.duckdb_data_chunk) {
+	defer func() {
+		if r := recover(); r != nil {
+			withCString(errorText(r), func(cs *C.char) { C.rs_function_set_error(info, cs) })
+		}
+	}()
+	t := cgo.Handle(C.rs_function_get_local_data(info)).Value().(*threadState)
+	if t.scan == nil {
+		t.scan = cgo.Handle(C.rs_function_get_init_data(info)).Value().(*scanState)
+		t.cols = make([]C.rs_col, len(t.scan.projection))
+	}
+	if err := t.fill(out); err != nil {
+		withCString(err.Error(), func(cs *C.char) { C.rs_function_set_error(info, cs) })
+	}
+}
+
+// fill copies the next slice of at most vectorSize rows into out; it leaves
+// out empty at the end of the scan.
+func (t *threadState) fill(out C.duckdb_data_chunk) error {
+	for {
+		if t.batch == nil {
+			b, err := t.scan.scan.Next()
+			if err != nil {
+				return err
+			}
+			if b == nil {
+				C.rs_data_chunk_set_size(out, 0)
+				return nil
+			}
+			t.batch = b
+		}
+		start, n := t.batch.Take(vectorSize)
+		if n == 0 {
+			t.batch.Close()
+			t.batch = nil
+			continue
+		}
+		t.describe(t.batch, start)
+		C.rs_fill(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.idx_t(n))
+		t.pin.Unpin()
+		return nil
+	}
+}
+
+// describe points t.cols at the buffers of rows [start, …) of b, pinning every
+// Go buffer until the next Unpin.
+func (t *threadState) describe(b *scanner.Batch, start int64) {
+	for i, oc := range t.scan.projection {
+		d := &t.cols[i]
+		*d = C.rs_col{}
+		switch oc {
+		case scanner.ColSegmentID:
+			t.constString(d, b.Chunk.SegmentID)
+		case scanner.ColChunkID:
+			t.constString(d, b.Chunk.ChunkID)
+		default:
+			col := t.scan.bind.columns[oc]
+			t.describeArray(d, col, b.Record.Column(oc-scanner.NumMetaCols), start)
+		}
+	}
+}
+
+func (t *threadState) constString(d *C.rs_col, s string) {
+	d.kind = C.RS_CONST_STR
+	d.data = (*C.uint8_t)(t.pinBytes([]byte(s)))
+	d.length = C.int64_t(len(s))
+}
+
+func (t *threadState) describeArray(d *C.rs_col, col column, a arrow.Array, start int64) {
+	data := a.Data()
+	bufs := data.Buffers()
+	d.kind = C.int32_t(col.kind)
+	d.width = C.int32_t(col.width)
+	d.start = C.int64_t(int64(data.Offset()) + start)
+	if a.NullN() > 0 && bufs[0] != nil {
+		d.validity = (*C.uint8_t)(t.pinBytes(bufs[0].Bytes()))
+	}
+	switch col.kind {
+	case kindFixed, kindBool:
+		d.data = (*C.uint8_t)(t.pinBytes(bufs[1].Bytes()))
+	case kindUTF8, kindLargeUTF8:
+		d.offsets = t.pinBytes(bufs[1].Bytes())
+		if bufs[2] != nil {
+			d.data = (*C.uint8_t)(t.pinBytes(bufs[2].Bytes()))
+		}
+	}
+}
+
+// pinBytes pins b's backing array (Go or C memory) and returns its address.
+func (t *threadState) pinBytes(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	t.pin.Pin(p)
+	return p
+}

@@ -1,0 +1,36 @@
+// Command datagen writes a sample dataset of Arrow IPC chunks and its expected
+// aggregates (expected.csv) into a folder.
+//
+//	go run ./test/cmd/datagen -out build/demo-data
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/remote-segments/remote_segments/test/datagen"
+)
+
+func main() {
+	out := flag.String("out", "build/demo-data", "folder to write the dataset into (replaced)")
+	spec := datagen.DefaultSpec
+	flag.IntVar(&spec.Segments, "segments", spec.Segments, "number of segments")
+	flag.IntVar(&spec.ChunksPerSegment, "chunks", spec.ChunksPerSegment, "chunks per segment")
+	flag.IntVar(&spec.RowsPerChunk, "rows", spec.RowsPerChunk, "rows in a segment's first chunk (each next one has 517 more)")
+	flag.Parse()
+	if err := os.RemoveAll(*out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stats, err := datagen.Write(*out, spec)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "datagen:", err)
+		os.Exit(1)
+	}
+	var rows int64
+	for _, s := range stats {
+		rows += s.Rows
+	}
+	fmt.Printf("datagen: wrote %d segments x %d chunks (%d rows) to %s\n", spec.Segments, spec.ChunksPerSegment, rows, *out)
+}
