@@ -28,17 +28,24 @@ import (
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
-// bindState is the bind data of one query: the resolved plan and the output
-// columns in DuckDB's order.
+// bindState is the bind data of one query: its output columns in DuckDB's
+// order and how to start producing rows.
 type bindState struct {
-	plan    *scanner.Plan
-	columns []column // output columns: segment_id, chunk_id, then the chunks' fields
+	columns []column
+	start   func() (*rowSource, error) // called once, at global init
+}
+
+// rowSource is what the threads of one query fill from.
+type rowSource struct {
+	next    func() (*scanner.Batch, error) // nil batch at the end; safe for concurrent use
+	close   func()                         // idempotent; ends the source early if still running
+	threads int                            // how many threads can usefully fill at once
 }
 
 // scanState is the global init data of one query.
 type scanState struct {
 	bind       *bindState
-	scan       *scanner.Scan
+	rows       *rowSource
 	projection []int // output column index for each column of the output chunk
 }
 
@@ -58,6 +65,10 @@ func errorText(r any) string {
 	return fmt.Sprintf("remote_segments: internal error (panic): %v", r)
 }
 
+func setBindError(info C.duckdb_bind_info, msg string) {
+	withCString(msg, func(cs *C.char) { C.rs_bind_set_error(info, cs) })
+}
+
 func withCString(s string, f func(*C.char)) {
 	cs := C.CString(s)
 	defer C.free(unsafe.Pointer(cs))
@@ -73,7 +84,7 @@ func rsDeleteHandle(h C.uintptr_t) {
 	handle := cgo.Handle(h)
 	switch s := handle.Value().(type) {
 	case *scanState:
-		s.scan.Close()
+		s.rows.close()
 	case *threadState:
 		s.batch.Close()
 		s.batch = nil
@@ -92,11 +103,11 @@ func rsAddNamedParameters(f C.uintptr_t) {
 func rsBind(info C.duckdb_bind_info) {
 	defer func() {
 		if r := recover(); r != nil {
-			withCString(errorText(r), func(cs *C.char) { C.rs_bind_set_error(info, cs) })
+			setBindError(info, errorText(r))
 		}
 	}()
 	if err := bind(info); err != nil {
-		withCString(err.Error(), func(cs *C.char) { C.rs_bind_set_error(info, cs) })
+		setBindError(info, err.Error())
 	}
 }
 
@@ -119,9 +130,6 @@ func bind(info C.duckdb_bind_info) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range cols {
-		withCString(c.name, func(cs *C.char) { C.rs_bind_add_column(info, cs, c.duckType) })
-	}
 	var rows int64
 	exact := true
 	for _, ch := range plan.Chunks {
@@ -134,8 +142,20 @@ func bind(info C.duckdb_bind_info) error {
 	if exact {
 		C.rs_bind_set_cardinality(info, C.idx_t(rows), true)
 	}
-	C.rs_bind_set_data(info, C.uintptr_t(cgo.NewHandle(&bindState{plan: plan, columns: cols})))
+	start := func() (*rowSource, error) {
+		scan := plan.Start(context.Background())
+		return &rowSource{next: scan.Next, close: func() { scan.Close() }, threads: scan.MaxThreads()}, nil
+	}
+	setBindData(info, cols, start)
 	return nil
+}
+
+// setBindData declares the output columns and stores the bind state.
+func setBindData(info C.duckdb_bind_info, cols []column, start func() (*rowSource, error)) {
+	for _, c := range cols {
+		withCString(c.name, func(cs *C.char) { C.rs_bind_add_column(info, cs, c.duckType) })
+	}
+	C.rs_bind_set_data(info, C.uintptr_t(cgo.NewHandle(&bindState{columns: cols, start: start})))
 }
 
 //export rsInit
@@ -151,8 +171,13 @@ func rsInit(info C.duckdb_init_info) {
 	for i := range proj {
 		proj[i] = int(C.rs_init_column_index(info, C.idx_t(i)))
 	}
-	s := &scanState{bind: b, scan: b.plan.Start(context.Background()), projection: proj}
-	C.rs_init_set_max_threads(info, C.idx_t(max(1, s.scan.MaxThreads())))
+	rows, err := b.start()
+	if err != nil {
+		withCString(err.Error(), func(cs *C.char) { C.rs_init_set_error(info, cs) })
+		return
+	}
+	s := &scanState{bind: b, rows: rows, projection: proj}
+	C.rs_init_set_max_threads(info, C.idx_t(max(1, rows.threads)))
 	C.rs_init_set_data(info, C.uintptr_t(cgo.NewHandle(s)))
 }
 
@@ -190,7 +215,7 @@ func rsFunction(info C.duckdb_function_info, out C.duckdb_data_chunk) {
 func (t *threadState) fill(out C.duckdb_data_chunk) error {
 	for {
 		if t.batch == nil {
-			b, err := t.scan.scan.Next()
+			b, err := t.scan.rows.next()
 			if err != nil {
 				return err
 			}
@@ -219,14 +244,14 @@ func (t *threadState) describe(b *scanner.Batch, start int64) {
 	for i, oc := range t.scan.projection {
 		d := &t.cols[i]
 		*d = C.rs_col{}
-		switch oc {
-		case scanner.ColSegmentID:
+		col := t.scan.bind.columns[oc]
+		switch col.field {
+		case fieldSegmentID:
 			t.constString(d, b.Chunk.SegmentID)
-		case scanner.ColChunkID:
+		case fieldChunkID:
 			t.constString(d, b.Chunk.ChunkID)
 		default:
-			col := t.scan.bind.columns[oc]
-			t.describeArray(d, col, b.Record.Column(oc-scanner.NumMetaCols), start)
+			t.describeArray(d, col, b.Record.Column(col.field), start)
 		}
 	}
 }

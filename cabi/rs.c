@@ -17,6 +17,7 @@ DUCKDB_EXTENSION_GLOBAL
 static void rs_delete_handle(void *p) { rsDeleteHandle((uintptr_t)p); }
 
 static void rs_bind_cb(duckdb_bind_info info) { rsBind(info); }
+static void rs_stats_bind_cb(duckdb_bind_info info) { rsStatsBind(info); }
 static void rs_init_cb(duckdb_init_info info) { rsInit(info); }
 static void rs_local_init_cb(duckdb_init_info info) { rsLocalInit(info); }
 static void rs_function_cb(duckdb_function_info info, duckdb_data_chunk out) { rsFunction(info, out); }
@@ -27,22 +28,34 @@ static void add_named(duckdb_table_function f, const char *name, duckdb_type t) 
 	duckdb_destroy_logical_type(&lt);
 }
 
-bool rs_register(duckdb_connection con, char **error) {
+// register_scan registers one table function whose init, local init and fill
+// are the shared Go ones; bind decides what it produces.
+static bool register_scan(duckdb_connection con, const char *name, duckdb_table_function_bind_t bind, bool scan) {
 	duckdb_table_function f = duckdb_create_table_function();
-	duckdb_table_function_set_name(f, "remote_segments");
-	duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
-	duckdb_table_function_add_parameter(f, varchar);
-	duckdb_destroy_logical_type(&varchar);
-	rsAddNamedParameters((uintptr_t)f);
-	duckdb_table_function_set_bind(f, rs_bind_cb);
+	duckdb_table_function_set_name(f, name);
+	if (scan) {
+		duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+		duckdb_table_function_add_parameter(f, varchar);
+		duckdb_destroy_logical_type(&varchar);
+		rsAddNamedParameters((uintptr_t)f);
+	}
+	duckdb_table_function_set_bind(f, bind);
 	duckdb_table_function_set_init(f, rs_init_cb);
 	duckdb_table_function_set_local_init(f, rs_local_init_cb);
 	duckdb_table_function_set_function(f, rs_function_cb);
 	duckdb_table_function_supports_projection_pushdown(f, true);
 	duckdb_state st = duckdb_register_table_function(con, f);
 	duckdb_destroy_table_function(&f);
-	if (st == DuckDBError) {
+	return st != DuckDBError;
+}
+
+bool rs_register(duckdb_connection con, char **error) {
+	if (!register_scan(con, "remote_segments", rs_bind_cb, true)) {
 		*error = "remote_segments: could not register table function remote_segments";
+		return false;
+	}
+	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false)) {
+		*error = "remote_segments: could not register table function remote_segments_stats";
 		return false;
 	}
 	return true;

@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/remote-segments/remote_segments/scanner"
 )
 
 // Column kinds, the same numbers as enum rs_kind in rs.h.
@@ -21,13 +20,21 @@ const (
 	kindConstStr  = C.RS_CONST_STR
 )
 
-// column is one output column: its DuckDB type and how rs_fill copies it.
+// column is one output column: its DuckDB type, where its values come from
+// and how rs_fill copies them.
 type column struct {
 	name     string
 	duckType C.duckdb_type
+	field    int // index of the record's column, or fieldSegmentID / fieldChunkID
 	kind     int
 	width    int // bytes per value for kindFixed
 }
+
+// Values of column.field for the two columns that come from the catalog row.
+const (
+	fieldSegmentID = -1
+	fieldChunkID   = -2
+)
 
 // fixedTypes maps Arrow types whose values have DuckDB's in-memory layout to
 // their DuckDB type and width: a column of them is one memcpy per vector.
@@ -48,15 +55,23 @@ var fixedTypes = map[arrow.Type]struct {
 	arrow.DATE32:  {C.DUCKDB_TYPE_DATE, 4},
 }
 
-// outputColumns lists the output columns for a chunk schema; a field whose
-// Arrow type has no DuckDB counterpart is an error naming it.
+// outputColumns lists remote_segments' output columns for a chunk schema:
+// segment_id, chunk_id, then the chunk's fields.
 func outputColumns(schema *arrow.Schema) ([]column, error) {
 	cols := []column{
-		scanner.ColSegmentID: {name: "segment_id", duckType: C.DUCKDB_TYPE_VARCHAR, kind: kindConstStr},
-		scanner.ColChunkID:   {name: "chunk_id", duckType: C.DUCKDB_TYPE_VARCHAR, kind: kindConstStr},
+		{name: "segment_id", duckType: C.DUCKDB_TYPE_VARCHAR, field: fieldSegmentID, kind: kindConstStr},
+		{name: "chunk_id", duckType: C.DUCKDB_TYPE_VARCHAR, field: fieldChunkID, kind: kindConstStr},
 	}
-	for _, f := range schema.Fields() {
-		c, err := columnFor(f)
+	fields, err := recordColumns(schema)
+	return append(cols, fields...), err
+}
+
+// recordColumns maps every field of schema to a column; a field whose Arrow
+// type has no DuckDB counterpart is an error naming it.
+func recordColumns(schema *arrow.Schema) ([]column, error) {
+	var cols []column
+	for i, f := range schema.Fields() {
+		c, err := columnFor(f, i)
 		if err != nil {
 			return nil, err
 		}
@@ -65,8 +80,8 @@ func outputColumns(schema *arrow.Schema) ([]column, error) {
 	return cols, nil
 }
 
-func columnFor(f arrow.Field) (column, error) {
-	c := column{name: f.Name}
+func columnFor(f arrow.Field, field int) (column, error) {
+	c := column{name: f.Name, field: field}
 	if ft, ok := fixedTypes[f.Type.ID()]; ok {
 		c.duckType, c.kind, c.width = ft.duck, kindFixed, ft.width
 		return c, nil

@@ -56,7 +56,7 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{cfg: cfg, Chunks: chunks}
-	schema, batches, err := p.load(ctx, &chunks[0])
+	schema, batches, _, err := p.load(ctx, &chunks[0])
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +67,15 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	return p, nil
 }
 
-// load reads and decodes one whole chunk. The batches belong to the caller.
-func (p *Plan) load(ctx context.Context, c *Chunk) (*arrow.Schema, []arrow.RecordBatch, error) {
+// load reads and decodes one whole chunk and says how many bytes it read.
+// The batches belong to the caller.
+func (p *Plan) load(ctx context.Context, c *Chunk) (*arrow.Schema, []arrow.RecordBatch, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	data, err := os.ReadFile(c.URL)
 	if err != nil {
-		return nil, nil, &ChunkError{Chunk: c, Err: unwrapPathError(err)}
+		return nil, nil, 0, &ChunkError{Chunk: c, Err: unwrapPathError(err)}
 	}
 	if c.Offset > 0 || c.Length >= 0 {
 		end := int64(len(data))
@@ -82,15 +83,15 @@ func (p *Plan) load(ctx context.Context, c *Chunk) (*arrow.Schema, []arrow.Recor
 			end = c.Offset + c.Length
 		}
 		if end > int64(len(data)) {
-			return nil, nil, &ChunkError{Chunk: c, Err: fmt.Errorf("%w: range %d+%d beyond object size %d", ErrBadChunk, c.Offset, c.Length, len(data))}
+			return nil, nil, 0, &ChunkError{Chunk: c, Err: fmt.Errorf("%w: range %d+%d beyond object size %d", ErrBadChunk, c.Offset, c.Length, len(data))}
 		}
 		data = data[c.Offset:end]
 	}
 	schema, batches, err := decodeIPC(data, p.cfg.Allocator)
 	if err != nil {
-		return nil, nil, &ChunkError{Chunk: c, Err: err}
+		return nil, nil, 0, &ChunkError{Chunk: c, Err: err}
 	}
-	return schema, batches, nil
+	return schema, batches, int64(len(data)), nil
 }
 
 // Stats describes a finished or running scan.
@@ -104,6 +105,7 @@ type Stats struct {
 
 // Scan is a running scan. Next and Close are safe for concurrent use.
 type Scan struct {
+	id     int64
 	plan   *Plan
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -120,7 +122,9 @@ type Scan struct {
 // Start begins scanning. The scan ends when ctx is cancelled or Close is called.
 func (p *Plan) Start(ctx context.Context) *Scan {
 	ctx, cancel := context.WithCancel(ctx)
-	return &Scan{plan: p, ctx: ctx, cancel: cancel, start: time.Now()}
+	s := &Scan{plan: p, ctx: ctx, cancel: cancel, start: time.Now()}
+	register(s)
+	return s
 }
 
 // MaxThreads is how many threads can usefully call Next at once.
@@ -169,10 +173,11 @@ func (s *Scan) Next() (*Batch, error) {
 }
 
 func (s *Scan) loadChecked(c *Chunk) ([]arrow.RecordBatch, error) {
-	schema, batches, err := s.plan.load(s.ctx, c)
+	schema, batches, wire, err := s.plan.load(s.ctx, c)
 	if err != nil {
 		return nil, err
 	}
+	s.wire.Add(wire)
 	if !schema.Equal(s.plan.Schema) {
 		for _, b := range batches {
 			b.Release()
@@ -197,11 +202,30 @@ func (s *Scan) Close() Stats {
 		b.Close()
 	}
 	s.ready = nil
+	state := "done"
+	switch {
+	case s.err != nil:
+		state = "error"
+	case s.next < len(s.plan.Chunks):
+		state = "cancelled" // ended early: a LIMIT or an interrupt
+	}
 	if s.err == nil {
 		s.err = context.Canceled
 	}
 	s.mu.Unlock()
-	return s.Stats()
+	info := s.info(state)
+	unregister(s, info)
+	return info.Stats
+}
+
+func (s *Scan) info(state string) ScanInfo {
+	i := ScanInfo{ID: s.id, Source: s.plan.cfg.Source, State: state, Stats: s.Stats()}
+	if state == "error" {
+		s.mu.Lock()
+		i.Error = s.err.Error()
+		s.mu.Unlock()
+	}
+	return i
 }
 
 // Stats returns a snapshot of the scan's counters.

@@ -1,0 +1,82 @@
+# remote_segments: a DuckDB table function written in Go.
+#
+#   make            build build/release/remote_segments.duckdb_extension
+#   make demo       build, write a sample dataset, query it in the DuckDB CLI
+#   make test       every test: Go (with -race), SQL tests in two DuckDB hosts
+#   make bench      benchmarks (ratios against references measured in the same run)
+#   make debug      build build/debug/remote_segments.duckdb_extension
+#   make duckdb     provision the Debian DuckDB CLI into .tools/
+#   make clean      remove build/ (keeps .tools/)
+#
+# Everything installed goes into git-ignored .tools/ and build/; every install
+# step is idempotent.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := release
+
+EXT      := build/release/remote_segments.duckdb_extension
+EXT_DBG  := build/debug/remote_segments.duckdb_extension
+DUCKDB   := .tools/bin/duckdb
+VERSITYGW := .tools/bin/versitygw
+VERSITYGW_VERSION := v1.8.0
+HOST     := build/host/duckdb_host
+DEMO_DATA := build/demo-data
+GO_SOURCES := $(shell find . -path ./.tools -prune -o -path ./build -prune -o \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' \) -print) go.mod go.sum
+
+.PHONY: release debug demo test test-go test-sql bench duckdb versitygw headers host clean tools
+
+release: $(EXT)
+debug: $(EXT_DBG)
+
+$(EXT): $(GO_SOURCES) tools/build-extension.sh
+	tools/build-extension.sh release
+
+$(EXT_DBG): $(GO_SOURCES) tools/build-extension.sh
+	tools/build-extension.sh debug
+
+headers:
+	tools/fetch-duckdb-headers.sh
+
+duckdb:
+	tools/install-duckdb-cli.sh
+
+versitygw:
+	@if [ -x $(VERSITYGW) ] && $(VERSITYGW) --version 2>/dev/null | grep -q '$(VERSITYGW_VERSION:v%=%)'; then \
+		echo "versitygw $(VERSITYGW_VERSION) present: $(VERSITYGW)"; \
+	else \
+		echo "installing versitygw $(VERSITYGW_VERSION) into .tools/bin"; \
+		GOBIN=$(CURDIR)/.tools/bin go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
+	fi
+
+host: headers
+	tools/build-host.sh
+
+tools: duckdb versitygw host
+
+demo: release duckdb
+	go run ./test/cmd/datagen -out $(DEMO_DATA)
+	@echo
+	@echo "-- DuckDB CLI: $$($(DUCKDB) -version)"
+	$(DUCKDB) -unsigned -c "LOAD '$(EXT)'; \
+		SELECT segment_id, count(*) AS rows, sum(x) AS sum_x, min(x) AS min_x, max(x) AS max_x, count(s) AS strings \
+		FROM remote_segments('$(DEMO_DATA)/chunks/**/*.arrow') GROUP BY ALL ORDER BY 1; \
+		SELECT * FROM remote_segments_stats();"
+	@echo "-- expected (computed by the data generator): $(DEMO_DATA)/expected.csv"
+	@cut -d, -f1-5 $(DEMO_DATA)/expected.csv | column -t -s,
+
+test: release tools
+	$(MAKE) test-go test-sql
+
+test-go:
+	gofmt -l $$(git ls-files '*.go') | (! grep .) || (echo "gofmt: the files above need formatting"; exit 1)
+	go vet ./...
+	go test -race -count=1 ./...
+
+test-sql: release
+	go run ./test/cmd/sqltest -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) test/sql/*.test
+
+bench: release tools
+	go run ./test/bench/iosched -out test/bench
+
+clean:
+	rm -rf build
