@@ -66,7 +66,7 @@ func Write(dir string, spec Spec) ([]SegmentStats, error) {
 			rows := spec.RowsPerChunk + 517*k
 			recs := makeBatches(rng, rows, max(1, spec.BatchesPerChunk), &st)
 			path := filepath.Join(segDir, fmt.Sprintf("chunk-%d.arrow", k))
-			err := writeChunk(path, recs, (s+k)%2 == 0)
+			err := WriteChunk(path, recs, (s+k)%2 == 0)
 			for _, r := range recs {
 				r.Release()
 			}
@@ -138,7 +138,8 @@ func makeBatches(rng *rand.Rand, rows, nb int, st *SegmentStats) []arrow.RecordB
 	return out
 }
 
-func writeChunk(path string, recs []arrow.RecordBatch, fileFormat bool) error {
+// WriteChunk writes recs as one Arrow IPC file (fileFormat) or stream.
+func WriteChunk(path string, recs []arrow.RecordBatch, fileFormat bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -149,13 +150,13 @@ func writeChunk(path string, recs []arrow.RecordBatch, fileFormat bool) error {
 	}
 	var w writer
 	if fileFormat {
-		w, err = ipc.NewFileWriter(f, ipc.WithSchema(Schema))
+		w, err = ipc.NewFileWriter(f, ipc.WithSchema(recs[0].Schema()))
 		if err != nil {
 			f.Close()
 			return err
 		}
 	} else {
-		w = ipc.NewWriter(f, ipc.WithSchema(Schema))
+		w = ipc.NewWriter(f, ipc.WithSchema(recs[0].Schema()))
 	}
 	for _, r := range recs {
 		if err := w.Write(r); err != nil {
