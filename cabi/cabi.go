@@ -86,8 +86,7 @@ func rsDeleteHandle(h C.uintptr_t) {
 	case *scanState:
 		s.rows.close()
 	case *threadState:
-		s.batch.Close()
-		s.batch = nil
+		s.dropBatch()
 	}
 	handle.Delete()
 }
@@ -153,7 +152,9 @@ func bind(info C.duckdb_bind_info) error {
 // setBindData declares the output columns and stores the bind state.
 func setBindData(info C.duckdb_bind_info, cols []column, start func() (*rowSource, error)) {
 	for _, c := range cols {
-		withCString(c.name, func(cs *C.char) { C.rs_bind_add_column(info, cs, c.duckType) })
+		lt := logicalType(c.typ)
+		withCString(c.name, func(cs *C.char) { C.rs_bind_add_column_type(info, cs, lt) })
+		C.rs_type_destroy(lt)
 	}
 	C.rs_bind_set_data(info, C.uintptr_t(cgo.NewHandle(&bindState{columns: cols, start: start})))
 }
@@ -211,7 +212,8 @@ func rsFunction(info C.duckdb_function_info, out C.duckdb_data_chunk) {
 }
 
 // fill copies the next slice of at most vectorSize rows into out; it leaves
-// out empty at the end of the scan.
+// out empty at the end of the scan. A batch is described (and its buffers
+// pinned) once, when the thread takes it, and unpinned when it is used up.
 func (t *threadState) fill(out C.duckdb_data_chunk) error {
 	for {
 		if t.batch == nil {
@@ -224,26 +226,30 @@ func (t *threadState) fill(out C.duckdb_data_chunk) error {
 				return nil
 			}
 			t.batch = b
+			t.describe(b)
 		}
 		start, n := t.batch.Take(vectorSize)
 		if n == 0 {
-			t.batch.Close()
-			t.batch = nil
+			t.dropBatch()
 			continue
 		}
-		t.describe(t.batch, start)
-		C.rs_fill(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.idx_t(n))
-		t.pin.Unpin()
+		C.rs_fill(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.int64_t(start), C.idx_t(n))
 		return nil
 	}
 }
 
-// describe points t.cols at the buffers of rows [start, …) of b, pinning every
-// Go buffer until the next Unpin.
-func (t *threadState) describe(b *scanner.Batch, start int64) {
+// dropBatch unpins and closes the thread's current batch.
+func (t *threadState) dropBatch() {
+	t.pin.Unpin()
+	t.batch.Close()
+	t.batch = nil
+}
+
+// describe points t.cols at the buffers of b, pinning every Go buffer until
+// the next Unpin.
+func (t *threadState) describe(b *scanner.Batch) {
 	for i, oc := range t.scan.projection {
 		d := &t.cols[i]
-		*d = C.rs_col{}
 		col := t.scan.bind.columns[oc]
 		switch col.field {
 		case fieldSegmentID:
@@ -251,35 +257,72 @@ func (t *threadState) describe(b *scanner.Batch, start int64) {
 		case fieldChunkID:
 			t.constString(d, b.Chunk.ChunkID)
 		default:
-			t.describeArray(d, col, b.Record.Column(col.field), start)
+			t.describeData(d, &col.typ, b.Record.Column(col.field).Data())
 		}
 	}
 }
 
 func (t *threadState) constString(d *C.rs_col, s string) {
-	d.kind = C.RS_CONST_STR
+	*d = C.rs_col{kind: C.RS_CONST_STR, length: C.int64_t(len(s))}
 	d.data = (*C.uint8_t)(t.pinBytes([]byte(s)))
-	d.length = C.int64_t(len(s))
 }
 
-func (t *threadState) describeArray(d *C.rs_col, col column, a arrow.Array, start int64) {
-	data := a.Data()
-	bufs := data.Buffers()
-	d.kind = C.int32_t(col.kind)
-	d.width = C.int32_t(col.width)
-	d.start = C.int64_t(int64(data.Offset()) + start)
-	if a.NullN() > 0 && bufs[0] != nil {
-		d.validity = (*C.uint8_t)(t.pinBytes(bufs[0].Bytes()))
+// describeData fills d for the Arrow array data a of type typ, recursing into
+// children. Buffer positions follow the Arrow columnar format.
+func (t *threadState) describeData(d *C.rs_col, typ *colType, a arrow.ArrayData) {
+	bufs := a.Buffers()
+	*d = C.rs_col{
+		kind:     C.int32_t(typ.kind),
+		width:    C.int32_t(typ.width),
+		in_width: C.int32_t(typ.inWidth),
+		factor:   C.int64_t(typ.factor),
+		base:     C.int64_t(a.Offset()),
 	}
-	switch col.kind {
-	case kindFixed, kindBool:
-		d.data = (*C.uint8_t)(t.pinBytes(bufs[1].Bytes()))
-	case kindUTF8, kindLargeUTF8:
-		d.offsets = t.pinBytes(bufs[1].Bytes())
-		if bufs[2] != nil {
-			d.data = (*C.uint8_t)(t.pinBytes(bufs[2].Bytes()))
+	if a.NullN() > 0 && len(bufs) > 0 && bufs[0] != nil {
+		d.validity = (*C.uint8_t)(t.pinBuffer(bufs[0]))
+	}
+	switch typ.kind {
+	case kindUTF8:
+		d.offsets = t.pinBuffer(bufs[1])
+		d.data = (*C.uint8_t)(t.pinBuffer(bufs[2]))
+	case kindList:
+		d.offsets = t.pinBuffer(bufs[1])
+		t.describeChildren(d, typ.children, a.Children())
+	case kindArray, kindStruct:
+		t.describeChildren(d, typ.children, a.Children())
+	case kindView:
+		d.data = (*C.uint8_t)(t.pinBuffer(bufs[1]))
+		if extra := bufs[2:]; len(extra) > 0 {
+			ptrs := make([]*C.uint8_t, len(extra))
+			for i, b := range extra {
+				ptrs[i] = (*C.uint8_t)(t.pinBuffer(b))
+			}
+			t.pin.Pin(&ptrs[0])
+			d.buffers = &ptrs[0]
 		}
+	case kindDict:
+		d.data = (*C.uint8_t)(t.pinBuffer(bufs[1]))
+		t.describeChildren(d, typ.children, []arrow.ArrayData{a.Dictionary()})
+	default: // one values buffer
+		d.data = (*C.uint8_t)(t.pinBuffer(bufs[1]))
 	}
+}
+
+func (t *threadState) describeChildren(d *C.rs_col, types []colType, data []arrow.ArrayData) {
+	kids := make([]C.rs_col, len(types))
+	for i := range types {
+		t.describeData(&kids[i], &types[i], data[i])
+	}
+	t.pin.Pin(&kids[0])
+	d.children = &kids[0]
+	d.nchildren = C.int32_t(len(kids))
+}
+
+func (t *threadState) pinBuffer(b *memory.Buffer) unsafe.Pointer {
+	if b == nil {
+		return nil
+	}
+	return t.pinBytes(b.Bytes())
 }
 
 // pinBytes pins b's backing array (Go or C memory) and returns its address.

@@ -126,28 +126,49 @@ void rs_function_set_error(duckdb_function_info info, const char *error) { duckd
 void rs_data_chunk_set_size(duckdb_data_chunk out, idx_t n) { duckdb_data_chunk_set_size(out, n); }
 void rs_free(void *p) { duckdb_free(p); }
 
+// ---- logical types ------------------------------------------------------
+
+duckdb_logical_type rs_type_primitive(duckdb_type t) { return duckdb_create_logical_type(t); }
+duckdb_logical_type rs_type_decimal(uint8_t width, uint8_t scale) { return duckdb_create_decimal_type(width, scale); }
+duckdb_logical_type rs_type_list(duckdb_logical_type child) { return duckdb_create_list_type(child); }
+duckdb_logical_type rs_type_array(duckdb_logical_type child, idx_t size) { return duckdb_create_array_type(child, size); }
+duckdb_logical_type rs_type_map(duckdb_logical_type key, duckdb_logical_type value) {
+	return duckdb_create_map_type(key, value);
+}
+duckdb_logical_type rs_type_struct(duckdb_logical_type *children, const char **names, idx_t n) {
+	return duckdb_create_struct_type(children, names, n);
+}
+void rs_type_destroy(duckdb_logical_type t) { duckdb_destroy_logical_type(&t); }
+void rs_bind_add_column_type(duckdb_bind_info info, const char *name, duckdb_logical_type t) {
+	duckdb_bind_add_result_column(info, name, t);
+}
+
 // ---- copy kernels -------------------------------------------------------
 
-// copy_validity turns the Arrow bitmap bits [start, start+n) into DuckDB's
-// validity mask. Both are LSB-first bit arrays, so an aligned start is a plain
-// memcpy; otherwise each output byte is stitched from two input bytes.
-static void copy_validity(duckdb_vector vec, const uint8_t *bits, int64_t start, idx_t n) {
+static inline bool bit_at(const uint8_t *bits, int64_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
+
+// copy_validity turns Arrow validity bits [src, src+n) into DuckDB's mask at
+// rows [dst, dst+n). Both are LSB-first bit arrays, so byte-aligned positions
+// are a plain memcpy; otherwise each bit is moved.
+static void copy_validity(duckdb_vector vec, const uint8_t *bits, int64_t src, idx_t dst, idx_t n) {
 	duckdb_vector_ensure_validity_writable(vec);
-	uint8_t *mask = (uint8_t *)duckdb_vector_get_validity(vec);
-	const uint8_t *src = bits + (start >> 3);
-	int shift = (int)(start & 7);
-	idx_t nbytes = (n + 7) / 8;
-	if (shift == 0) {
-		memcpy(mask, src, nbytes);
+	uint64_t *mask = duckdb_vector_get_validity(vec);
+	if ((src & 7) == 0 && (dst & 7) == 0 && (n & 7) == 0) {
+		memcpy((uint8_t *)mask + dst / 8, bits + src / 8, n / 8);
 		return;
 	}
-	// The last input byte we may touch is src[(shift+n-1)/8]; never read past it.
-	idx_t last = (idx_t)((shift + n - 1) >> 3);
-	for (idx_t i = 0; i < nbytes; i++) {
-		uint8_t lo = src[i] >> shift;
-		uint8_t hi = (i + 1 <= last) ? (uint8_t)(src[i + 1] << (8 - shift)) : 0;
-		mask[i] = lo | hi;
+	for (idx_t r = 0; r < n; r++) {
+		if (!bit_at(bits, src + (int64_t)r)) {
+			idx_t d = dst + r;
+			mask[d >> 6] &= ~((uint64_t)1 << (d & 63));
+		}
 	}
+}
+
+static void set_invalid(duckdb_vector vec, idx_t row) {
+	duckdb_vector_ensure_validity_writable(vec);
+	uint64_t *mask = duckdb_vector_get_validity(vec);
+	mask[row >> 6] &= ~((uint64_t)1 << (row & 63));
 }
 
 static void write_string(duckdb_vector vec, duckdb_string_t *slot, idx_t row, const char *s, uint32_t len) {
@@ -155,72 +176,303 @@ static void write_string(duckdb_vector vec, duckdb_string_t *slot, idx_t row, co
 		// Inline: DuckDB compares the whole 16 bytes, so the padding must be zero.
 		memset(slot, 0, sizeof(*slot));
 		slot->value.inlined.length = len;
-		memcpy(slot->value.inlined.inlined, s, len);
+		if (len) {
+			memcpy(slot->value.inlined.inlined, s, len);
+		}
 		return;
 	}
 	duckdb_vector_assign_string_element_len(vec, row, s, len);
 }
 
-static bool is_valid(const uint8_t *bits, int64_t i) { return !bits || ((bits[i >> 3] >> (i & 7)) & 1); }
+static inline int64_t offset_at(const void *offsets, int width, int64_t i) {
+	return width == 8 ? ((const int64_t *)offsets)[i] : (int64_t)((const int32_t *)offsets)[i];
+}
 
-void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, idx_t nrows) {
-	for (idx_t c = 0; c < ncols; c++) {
-		const rs_col *col = &cols[c];
-		duckdb_vector vec = duckdb_data_chunk_get_vector(out, c);
-		void *dst = duckdb_vector_get_data(vec);
-		switch (col->kind) {
+// read_int reads a little-endian two's-complement integer of w bytes.
+static inline __int128 read_int(const uint8_t *p, int w) {
+	switch (w) {
+	case 1: return *(const int8_t *)p;
+	case 2: { int16_t v; memcpy(&v, p, 2); return v; }
+	case 4: { int32_t v; memcpy(&v, p, 4); return v; }
+	case 8: { int64_t v; memcpy(&v, p, 8); return v; }
+	default: { __int128 v; memcpy(&v, p, 16); return v; } // 16 and the low half of 32
+	}
+}
+
+static inline uint64_t read_uint(const uint8_t *p, int w) {
+	switch (w) {
+	case 1: return *p;
+	case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+	case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+	default: { uint64_t v; memcpy(&v, p, 8); return v; }
+	}
+}
+
+static inline int64_t scale(int64_t v, int64_t factor) {
+	if (factor > 0) {
+		return v * factor;
+	}
+	// Floor division, so instants before the epoch round down like DuckDB does.
+	int64_t d = -factor, q = v / d;
+	return (v % d != 0 && v < 0) ? q - 1 : q;
+}
+
+static float half_to_float(uint16_t h) {
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+	if (exp == 0) {
+		if (man == 0) {
+			bits = sign;
+		} else { // subnormal: normalize
+			exp = 127 - 15 + 1;
+			while (!(man & 0x400)) {
+				man <<= 1;
+				exp--;
+			}
+			bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+		}
+	} else if (exp == 31) {
+		bits = sign | 0x7f800000 | (man << 13);
+	} else {
+		bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+typedef struct {
+	int32_t months;
+	int32_t days;
+	int64_t micros;
+} rs_interval;
+
+static void fill(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, idx_t n);
+
+// fill_dict gathers dictionary values: a fixed-width or string dictionary is
+// copied directly, any other by filling one row at a time.
+static void fill_dict(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t p, idx_t n) {
+	const rs_col *dict = &col->children[0];
+	uint8_t *out = (uint8_t *)duckdb_vector_get_data(vec);
+	for (idx_t r = 0; r < n; r++) {
+		int64_t i = p + (int64_t)r;
+		if (col->validity && !bit_at(col->validity, i)) {
+			continue;
+		}
+		const uint8_t *ip = col->data + i * col->in_width;
+		int64_t k = col->factor ? (int64_t)read_int(ip, col->in_width) : (int64_t)read_uint(ip, col->in_width);
+		int64_t dp = dict->base + k;
+		if (dict->validity && !bit_at(dict->validity, dp)) {
+			set_invalid(vec, dst + r);
+			continue;
+		}
+		switch (dict->kind) {
 		case RS_FIXED:
-			memcpy(dst, col->data + col->start * col->width, nrows * (idx_t)col->width);
+			memcpy(out + (dst + r) * dict->width, dict->data + dp * dict->width, dict->width);
 			break;
-		case RS_BOOL: {
-			uint8_t *b = (uint8_t *)dst;
-			for (idx_t r = 0; r < nrows; r++) {
-				int64_t i = col->start + (int64_t)r;
-				b[r] = (col->data[i >> 3] >> (i & 7)) & 1;
-			}
-			break;
-		}
 		case RS_UTF8: {
-			const int32_t *off = (const int32_t *)col->offsets;
-			duckdb_string_t *slots = (duckdb_string_t *)dst;
-			for (idx_t r = 0; r < nrows; r++) {
-				int64_t i = col->start + (int64_t)r;
-				if (!is_valid(col->validity, i)) {
-					continue;
+			int64_t o0 = offset_at(dict->offsets, dict->width, dp), o1 = offset_at(dict->offsets, dict->width, dp + 1);
+			write_string(vec, (duckdb_string_t *)out + dst + r, dst + r, (const char *)dict->data + o0, (uint32_t)(o1 - o0));
+			break;
+		}
+		default:
+			fill(vec, dict, dst + r, k, 1);
+		}
+	}
+}
+
+// fill copies logical rows [src, src+n) of col into vec at rows [dst, dst+n).
+static void fill(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, idx_t n) {
+	if (n == 0) {
+		return;
+	}
+	int64_t p = col->base + src; // physical index of the first row
+	uint8_t *out = (uint8_t *)duckdb_vector_get_data(vec);
+	switch (col->kind) {
+	case RS_FIXED:
+		memcpy(out + dst * col->width, col->data + p * col->width, n * (idx_t)col->width);
+		break;
+	case RS_BOOL:
+		for (idx_t r = 0; r < n; r++) {
+			out[dst + r] = bit_at(col->data, p + (int64_t)r);
+		}
+		break;
+	case RS_UTF8: {
+		duckdb_string_t *slots = (duckdb_string_t *)out;
+		for (idx_t r = 0; r < n; r++) {
+			int64_t i = p + (int64_t)r;
+			if (col->validity && !bit_at(col->validity, i)) {
+				continue;
+			}
+			int64_t o0 = offset_at(col->offsets, col->width, i), o1 = offset_at(col->offsets, col->width, i + 1);
+			write_string(vec, &slots[dst + r], dst + r, (const char *)col->data + o0, (uint32_t)(o1 - o0));
+		}
+		break;
+	}
+	case RS_VIEW: {
+		// An Arrow view of at most 12 bytes has DuckDB's inline layout already.
+		const uint8_t *views = col->data;
+		duckdb_string_t *slots = (duckdb_string_t *)out;
+		for (idx_t r = 0; r < n; r++) {
+			int64_t i = p + (int64_t)r;
+			if (col->validity && !bit_at(col->validity, i)) {
+				continue;
+			}
+			const uint8_t *v = views + i * 16;
+			int32_t len, buf, off;
+			memcpy(&len, v, 4);
+			if (len <= 12) {
+				memcpy(&slots[dst + r], v, 16);
+				continue;
+			}
+			memcpy(&buf, v + 8, 4);
+			memcpy(&off, v + 12, 4);
+			duckdb_vector_assign_string_element_len(vec, dst + r, (const char *)col->buffers[buf] + off, (idx_t)len);
+		}
+		break;
+	}
+	case RS_FIXED_BINARY: {
+		duckdb_string_t *slots = (duckdb_string_t *)out;
+		for (idx_t r = 0; r < n; r++) {
+			int64_t i = p + (int64_t)r;
+			if (col->validity && !bit_at(col->validity, i)) {
+				continue;
+			}
+			write_string(vec, &slots[dst + r], dst + r, (const char *)col->data + i * col->width, (uint32_t)col->width);
+		}
+		break;
+	}
+	case RS_CONST_STR: {
+		// Assign once, then copy the 16-byte string_t: a long string's pointer
+		// refers to this vector's own heap, valid for every row of it.
+		duckdb_string_t *slots = (duckdb_string_t *)out;
+		write_string(vec, &slots[dst], dst, (const char *)col->data, (uint32_t)col->length);
+		for (idx_t r = 1; r < n; r++) {
+			slots[dst + r] = slots[dst];
+		}
+		return; // never NULL
+	}
+	case RS_SCALE_I64: {
+		int64_t *o = (int64_t *)out + dst;
+		const int64_t *in = (const int64_t *)col->data + p;
+		for (idx_t r = 0; r < n; r++) {
+			o[r] = scale(in[r], col->factor);
+		}
+		break;
+	}
+	case RS_I32_TO_I64: {
+		int64_t *o = (int64_t *)out + dst;
+		const int32_t *in = (const int32_t *)col->data + p;
+		for (idx_t r = 0; r < n; r++) {
+			o[r] = (int64_t)in[r] * col->factor;
+		}
+		break;
+	}
+	case RS_DATE64: {
+		int32_t *o = (int32_t *)out + dst;
+		const int64_t *in = (const int64_t *)col->data + p;
+		for (idx_t r = 0; r < n; r++) {
+			o[r] = (int32_t)scale(in[r], -86400000LL);
+		}
+		break;
+	}
+	case RS_DECIMAL:
+		for (idx_t r = 0; r < n; r++) {
+			__int128 v = read_int(col->data + (p + (int64_t)r) * col->in_width, col->in_width);
+			memcpy(out + (dst + r) * col->width, &v, col->width); // little-endian: the low bytes
+		}
+		break;
+	case RS_DURATION: {
+		rs_interval *o = (rs_interval *)out + dst;
+		const int64_t *in = (const int64_t *)col->data + p;
+		for (idx_t r = 0; r < n; r++) {
+			o[r] = (rs_interval){0, 0, scale(in[r], col->factor)};
+		}
+		break;
+	}
+	case RS_INTERVAL_YM: {
+		rs_interval *o = (rs_interval *)out + dst;
+		const int32_t *in = (const int32_t *)col->data + p;
+		for (idx_t r = 0; r < n; r++) {
+			o[r] = (rs_interval){in[r], 0, 0};
+		}
+		break;
+	}
+	case RS_INTERVAL_DT: {
+		rs_interval *o = (rs_interval *)out + dst;
+		const int32_t *in = (const int32_t *)col->data + 2 * p;
+		for (idx_t r = 0; r < n; r++) {
+			o[r] = (rs_interval){0, in[2 * r], (int64_t)in[2 * r + 1] * 1000};
+		}
+		break;
+	}
+	case RS_INTERVAL_MDN: {
+		rs_interval *o = (rs_interval *)out + dst;
+		for (idx_t r = 0; r < n; r++) {
+			const uint8_t *v = col->data + (p + (int64_t)r) * 16;
+			int32_t months, days;
+			int64_t ns;
+			memcpy(&months, v, 4);
+			memcpy(&days, v + 4, 4);
+			memcpy(&ns, v + 8, 8);
+			o[r] = (rs_interval){months, days, scale(ns, -1000)};
+		}
+		break;
+	}
+	case RS_FLOAT16: {
+		float *o = (float *)out + dst;
+		const uint16_t *in = (const uint16_t *)col->data + p;
+		for (idx_t r = 0; r < n; r++) {
+			o[r] = half_to_float(in[r]);
+		}
+		break;
+	}
+	case RS_DICT:
+		fill_dict(vec, col, dst, p, n);
+		break;
+	case RS_LIST: {
+		const rs_col *child = &col->children[0];
+		int64_t first = offset_at(col->offsets, col->width, p);
+		int64_t last = offset_at(col->offsets, col->width, p + (int64_t)n);
+		idx_t base = duckdb_list_vector_get_size(vec); // lists of this chunk so far
+		idx_t total = base + (idx_t)(last - first);
+		duckdb_list_vector_reserve(vec, total);
+		duckdb_list_entry *e = (duckdb_list_entry *)out + dst;
+		for (idx_t r = 0; r < n; r++) {
+			int64_t o0 = offset_at(col->offsets, col->width, p + (int64_t)r);
+			int64_t o1 = offset_at(col->offsets, col->width, p + (int64_t)r + 1);
+			e[r].offset = base + (uint64_t)(o0 - first);
+			e[r].length = (uint64_t)(o1 - o0);
+		}
+		fill(duckdb_list_vector_get_child(vec), child, base, first, (idx_t)(last - first));
+		duckdb_list_vector_set_size(vec, total);
+		break;
+	}
+	case RS_ARRAY: {
+		idx_t size = (idx_t)col->width;
+		fill(duckdb_array_vector_get_child(vec), &col->children[0], dst * size, p * (int64_t)size, n * size);
+		break;
+	}
+	case RS_STRUCT:
+		for (int32_t c = 0; c < col->nchildren; c++) {
+			duckdb_vector child = duckdb_struct_vector_get_child(vec, (idx_t)c);
+			fill(child, &col->children[c], dst, p, n);
+			// A NULL struct has NULL fields in DuckDB; Arrow leaves them arbitrary.
+			for (idx_t r = 0; col->validity && r < n; r++) {
+				if (!bit_at(col->validity, p + (int64_t)r)) {
+					set_invalid(child, dst + r);
 				}
-				write_string(vec, &slots[r], r, (const char *)col->data + off[i], (uint32_t)(off[i + 1] - off[i]));
 			}
-			break;
 		}
-		case RS_LARGE_UTF8: {
-			const int64_t *off = (const int64_t *)col->offsets;
-			duckdb_string_t *slots = (duckdb_string_t *)dst;
-			for (idx_t r = 0; r < nrows; r++) {
-				int64_t i = col->start + (int64_t)r;
-				if (!is_valid(col->validity, i)) {
-					continue;
-				}
-				write_string(vec, &slots[r], r, (const char *)col->data + off[i], (uint32_t)(off[i + 1] - off[i]));
-			}
-			break;
-		}
-		case RS_CONST_STR: {
-			// Assign once, then copy the 16-byte string_t: a long string's pointer
-			// refers to this vector's own heap, valid for every row of it.
-			duckdb_string_t *slots = (duckdb_string_t *)dst;
-			if (nrows == 0) {
-				break;
-			}
-			write_string(vec, &slots[0], 0, (const char *)col->data, (uint32_t)col->length);
-			for (idx_t r = 1; r < nrows; r++) {
-				slots[r] = slots[0];
-			}
-			break;
-		}
-		}
-		if (col->validity && col->kind != RS_CONST_STR) {
-			copy_validity(vec, col->validity, col->start, nrows);
-		}
+		break;
+	}
+	if (col->validity) {
+		copy_validity(vec, col->validity, p, dst, n);
+	}
+}
+
+void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows) {
+	for (idx_t c = 0; c < ncols; c++) {
+		fill(duckdb_data_chunk_get_vector(out, c), &cols[c], 0, start, nrows);
 	}
 	duckdb_data_chunk_set_size(out, nrows);
 }

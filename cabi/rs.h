@@ -19,27 +19,60 @@ DUCKDB_EXTENSION_EXTERN
 
 // Column kinds understood by rs_fill. Keep in sync with cabi/types.go.
 enum rs_kind {
-	RS_FIXED = 1,       // memcpy of width-byte values
-	RS_BOOL = 2,        // Arrow bit-packed booleans -> one byte each
-	RS_UTF8 = 3,        // Arrow utf8/binary with int32 offsets
-	RS_LARGE_UTF8 = 4,  // Arrow large_utf8/large_binary with int64 offsets
-	RS_CONST_STR = 5,   // one string repeated on every row (segment_id, chunk_id)
+	RS_FIXED = 1,        // memcpy of width-byte values
+	RS_BOOL = 2,         // Arrow bit-packed booleans -> one byte each
+	RS_UTF8 = 3,         // utf8/binary; width = offset width (4 or 8)
+	RS_CONST_STR = 4,    // one string repeated on every row (segment_id, chunk_id)
+	RS_VIEW = 5,         // utf8_view/binary_view; buffers = variadic data buffers
+	RS_FIXED_BINARY = 6, // fixed_size_binary; width = bytes per value
+	RS_SCALE_I64 = 7,    // int64 * factor (factor > 0) or / -factor (factor < 0)
+	RS_I32_TO_I64 = 8,   // int32 * factor -> int64 (time32 -> TIME)
+	RS_DATE64 = 9,       // int64 milliseconds -> int32 days
+	RS_DECIMAL = 10,     // signed integer of in_width bytes -> width bytes
+	RS_DURATION = 11,    // int64 * factor (or / -factor) microseconds -> INTERVAL
+	RS_INTERVAL_YM = 12, // int32 months -> INTERVAL
+	RS_INTERVAL_DT = 13, // {int32 days, int32 ms} -> INTERVAL
+	RS_INTERVAL_MDN = 14,// {int32 months, int32 days, int64 ns} -> INTERVAL
+	RS_FLOAT16 = 15,     // IEEE half -> float
+	RS_DICT = 16,        // indices of in_width bytes (signed if factor != 0) into children[0]
+	RS_LIST = 17,        // width = offset width (4 or 8); children[0] = values (LIST and MAP)
+	RS_ARRAY = 18,       // fixed_size_list; width = list size; children[0] = values
+	RS_STRUCT = 19,      // children = fields
 };
 
-// rs_col describes one output column of one rs_fill call. Pointers are borrowed
-// for the duration of the call only (the Go side pins them).
-typedef struct {
+// rs_col describes the source of one output vector for one rs_fill call.
+// Pointers are borrowed for the duration of the call only (the Go side pins
+// them). Rows are logical: the physical index is base + row.
+typedef struct rs_col {
 	int32_t kind;
-	int32_t width;            // RS_FIXED: bytes per value
-	const uint8_t *data;      // values (RS_FIXED, RS_BOOL bits), chars (UTF8), the string (CONST_STR)
-	const void *offsets;      // UTF8: int32 offsets; LARGE_UTF8: int64 offsets
-	const uint8_t *validity;  // Arrow validity bitmap, or NULL when the slice has no nulls
-	int64_t start;            // first row, counted from the start of the buffers (Arrow offset included)
-	int64_t length;           // CONST_STR: string length
+	int32_t width;
+	int32_t in_width;          // RS_DECIMAL, RS_DICT: input integer width
+	int32_t nchildren;
+	int64_t factor;
+	int64_t base;              // Arrow offset of the array
+	int64_t length;            // RS_CONST_STR: string length
+	const uint8_t *data;       // values / chars / the constant string / indices
+	const void *offsets;       // RS_UTF8, RS_LIST offsets
+	const uint8_t *validity;   // Arrow validity bitmap, or NULL when there are no nulls
+	const uint8_t **buffers;   // RS_VIEW variadic buffers
+	struct rs_col *children;
 } rs_col;
 
-// rs_fill copies nrows rows of ncols columns into out and sets its size.
-void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, idx_t nrows);
+// rs_fill copies rows [start, start+nrows) of ncols columns into out and sets
+// its size.
+void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows);
+
+// Logical types for bind. Each constructor returns a new type the caller
+// destroys with rs_type_destroy; the composite ones do not take ownership of
+// their children.
+duckdb_logical_type rs_type_primitive(duckdb_type t);
+duckdb_logical_type rs_type_decimal(uint8_t width, uint8_t scale);
+duckdb_logical_type rs_type_list(duckdb_logical_type child);
+duckdb_logical_type rs_type_array(duckdb_logical_type child, idx_t size);
+duckdb_logical_type rs_type_map(duckdb_logical_type key, duckdb_logical_type value);
+duckdb_logical_type rs_type_struct(duckdb_logical_type *children, const char **names, idx_t n);
+void rs_type_destroy(duckdb_logical_type t);
+void rs_bind_add_column_type(duckdb_bind_info info, const char *name, duckdb_logical_type t);
 
 // Registration (called from the entry point or from a Go-driver host).
 bool rs_register(duckdb_connection con, char **error);

@@ -1,33 +1,60 @@
 package cabi
 
 /*
+#include <stdlib.h>
 #include "rs.h"
 */
 import "C"
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Column kinds, the same numbers as enum rs_kind in rs.h.
 const (
-	kindFixed     = C.RS_FIXED
-	kindBool      = C.RS_BOOL
-	kindUTF8      = C.RS_UTF8
-	kindLargeUTF8 = C.RS_LARGE_UTF8
-	kindConstStr  = C.RS_CONST_STR
+	kindFixed       = C.RS_FIXED
+	kindBool        = C.RS_BOOL
+	kindUTF8        = C.RS_UTF8
+	kindConstStr    = C.RS_CONST_STR
+	kindView        = C.RS_VIEW
+	kindFixedBinary = C.RS_FIXED_BINARY
+	kindScaleI64    = C.RS_SCALE_I64
+	kindI32ToI64    = C.RS_I32_TO_I64
+	kindDate64      = C.RS_DATE64
+	kindDecimal     = C.RS_DECIMAL
+	kindDuration    = C.RS_DURATION
+	kindIntervalYM  = C.RS_INTERVAL_YM
+	kindIntervalDT  = C.RS_INTERVAL_DT
+	kindIntervalMDN = C.RS_INTERVAL_MDN
+	kindFloat16     = C.RS_FLOAT16
+	kindDict        = C.RS_DICT
+	kindList        = C.RS_LIST
+	kindArray       = C.RS_ARRAY
+	kindStruct      = C.RS_STRUCT
 )
 
-// column is one output column: its DuckDB type, where its values come from
-// and how rs_fill copies them.
-type column struct {
-	name     string
-	duckType C.duckdb_type
-	field    int // index of the record's column, or fieldSegmentID / fieldChunkID
+// colType is how one Arrow type becomes one DuckDB type: the DuckDB logical
+// type to declare at bind, and the kernel that copies the values (rs_fill).
+type colType struct {
+	duck     C.duckdb_type
+	decWidth uint8 // DECIMAL
+	decScale uint8
 	kind     int
-	width    int // bytes per value for kindFixed
+	width    int   // see enum rs_kind: value width, offset width or list size
+	inWidth  int   // DECIMAL and dictionary indices: input integer width
+	factor   int64 // unit conversion; for dictionaries, nonzero means signed indices
+	children []colType
+	names    []string // STRUCT field names
+}
+
+// column is one output column: its name, type, and where its values come from.
+type column struct {
+	name  string
+	field int // index of the record's column, or fieldSegmentID / fieldChunkID
+	typ   colType
 }
 
 // Values of column.field for the two columns that come from the catalog row.
@@ -36,8 +63,31 @@ const (
 	fieldChunkID   = -2
 )
 
-// fixedTypes maps Arrow types whose values have DuckDB's in-memory layout to
-// their DuckDB type and width: a column of them is one memcpy per vector.
+// outputColumns lists remote_segments' output columns for a chunk schema:
+// segment_id, chunk_id, then the chunk's fields.
+func outputColumns(schema *arrow.Schema) ([]column, error) {
+	str := colType{duck: C.DUCKDB_TYPE_VARCHAR, kind: kindConstStr}
+	cols := []column{{name: "segment_id", field: fieldSegmentID, typ: str}, {name: "chunk_id", field: fieldChunkID, typ: str}}
+	fields, err := recordColumns(schema)
+	return append(cols, fields...), err
+}
+
+// recordColumns maps every field of schema to a column; a field whose Arrow
+// type has no DuckDB counterpart is an error naming it.
+func recordColumns(schema *arrow.Schema) ([]column, error) {
+	var cols []column
+	for i, f := range schema.Fields() {
+		t, err := typeFor(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("remote_segments: column %q: %w", f.Name, err)
+		}
+		cols = append(cols, column{name: f.Name, field: i, typ: t})
+	}
+	return cols, nil
+}
+
+// fixedTypes are the Arrow types whose values have DuckDB's in-memory layout:
+// a vector of them is one memcpy.
 var fixedTypes = map[arrow.Type]struct {
 	duck  C.duckdb_type
 	width int
@@ -55,58 +105,185 @@ var fixedTypes = map[arrow.Type]struct {
 	arrow.DATE32:  {C.DUCKDB_TYPE_DATE, 4},
 }
 
-// outputColumns lists remote_segments' output columns for a chunk schema:
-// segment_id, chunk_id, then the chunk's fields.
-func outputColumns(schema *arrow.Schema) ([]column, error) {
-	cols := []column{
-		{name: "segment_id", duckType: C.DUCKDB_TYPE_VARCHAR, field: fieldSegmentID, kind: kindConstStr},
-		{name: "chunk_id", duckType: C.DUCKDB_TYPE_VARCHAR, field: fieldChunkID, kind: kindConstStr},
-	}
-	fields, err := recordColumns(schema)
-	return append(cols, fields...), err
-}
+// toMicros is the factor from a time unit to microseconds for the kernels'
+// scale(): multiply when positive, floor-divide by -factor when negative.
+var toMicros = map[arrow.TimeUnit]int64{arrow.Second: 1_000_000, arrow.Millisecond: 1_000, arrow.Microsecond: 1, arrow.Nanosecond: -1_000}
 
-// recordColumns maps every field of schema to a column; a field whose Arrow
-// type has no DuckDB counterpart is an error naming it.
-func recordColumns(schema *arrow.Schema) ([]column, error) {
-	var cols []column
-	for i, f := range schema.Fields() {
-		c, err := columnFor(f, i)
-		if err != nil {
-			return nil, err
-		}
-		cols = append(cols, c)
+// typeFor maps an Arrow type to its DuckDB counterpart, or says why there is none.
+func typeFor(dt arrow.DataType) (colType, error) {
+	if ft, ok := fixedTypes[dt.ID()]; ok {
+		return colType{duck: ft.duck, kind: kindFixed, width: ft.width}, nil
 	}
-	return cols, nil
-}
-
-func columnFor(f arrow.Field, field int) (column, error) {
-	c := column{name: f.Name, field: field}
-	if ft, ok := fixedTypes[f.Type.ID()]; ok {
-		c.duckType, c.kind, c.width = ft.duck, kindFixed, ft.width
-		return c, nil
-	}
-	switch t := f.Type.(type) {
+	switch t := dt.(type) {
 	case *arrow.BooleanType:
-		c.duckType, c.kind = C.DUCKDB_TYPE_BOOLEAN, kindBool
+		return colType{duck: C.DUCKDB_TYPE_BOOLEAN, kind: kindBool}, nil
+	case *arrow.Float16Type:
+		return colType{duck: C.DUCKDB_TYPE_FLOAT, kind: kindFloat16}, nil
 	case *arrow.StringType:
-		c.duckType, c.kind = C.DUCKDB_TYPE_VARCHAR, kindUTF8
+		return colType{duck: C.DUCKDB_TYPE_VARCHAR, kind: kindUTF8, width: 4}, nil
 	case *arrow.LargeStringType:
-		c.duckType, c.kind = C.DUCKDB_TYPE_VARCHAR, kindLargeUTF8
+		return colType{duck: C.DUCKDB_TYPE_VARCHAR, kind: kindUTF8, width: 8}, nil
 	case *arrow.BinaryType:
-		c.duckType, c.kind = C.DUCKDB_TYPE_BLOB, kindUTF8
+		return colType{duck: C.DUCKDB_TYPE_BLOB, kind: kindUTF8, width: 4}, nil
 	case *arrow.LargeBinaryType:
-		c.duckType, c.kind = C.DUCKDB_TYPE_BLOB, kindLargeUTF8
+		return colType{duck: C.DUCKDB_TYPE_BLOB, kind: kindUTF8, width: 8}, nil
+	case *arrow.StringViewType:
+		return colType{duck: C.DUCKDB_TYPE_VARCHAR, kind: kindView}, nil
+	case *arrow.BinaryViewType:
+		return colType{duck: C.DUCKDB_TYPE_BLOB, kind: kindView}, nil
+	case *arrow.FixedSizeBinaryType:
+		return colType{duck: C.DUCKDB_TYPE_BLOB, kind: kindFixedBinary, width: t.ByteWidth}, nil
+	case *arrow.Date64Type:
+		return colType{duck: C.DUCKDB_TYPE_DATE, kind: kindDate64}, nil
 	case *arrow.TimestampType:
-		if t.Unit != arrow.Microsecond {
-			return c, fmt.Errorf("remote_segments: column %q: Arrow type %s is not supported yet (only microsecond timestamps)", f.Name, t)
-		}
-		c.duckType, c.kind, c.width = C.DUCKDB_TYPE_TIMESTAMP, kindFixed, 8
 		if t.TimeZone != "" {
-			c.duckType = C.DUCKDB_TYPE_TIMESTAMP_TZ
+			// TIMESTAMP WITH TIME ZONE exists in microseconds only.
+			if t.Unit == arrow.Microsecond {
+				return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindFixed, width: 8}, nil
+			}
+			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindScaleI64, factor: toMicros[t.Unit]}, nil
 		}
-	default:
-		return c, fmt.Errorf("remote_segments: column %q: Arrow type %s has no DuckDB counterpart in this version", f.Name, f.Type)
+		duck := map[arrow.TimeUnit]C.duckdb_type{arrow.Second: C.DUCKDB_TYPE_TIMESTAMP_S, arrow.Millisecond: C.DUCKDB_TYPE_TIMESTAMP_MS,
+			arrow.Microsecond: C.DUCKDB_TYPE_TIMESTAMP, arrow.Nanosecond: C.DUCKDB_TYPE_TIMESTAMP_NS}[t.Unit]
+		return colType{duck: duck, kind: kindFixed, width: 8}, nil
+	case *arrow.Time32Type:
+		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindI32ToI64, factor: toMicros[t.Unit]}, nil
+	case *arrow.Time64Type:
+		if t.Unit == arrow.Microsecond {
+			return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindFixed, width: 8}, nil
+		}
+		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindScaleI64, factor: toMicros[t.Unit]}, nil
+	case *arrow.DurationType:
+		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindDuration, factor: toMicros[t.Unit]}, nil
+	case *arrow.MonthIntervalType:
+		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindIntervalYM}, nil
+	case *arrow.DayTimeIntervalType:
+		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindIntervalDT}, nil
+	case *arrow.MonthDayNanoIntervalType:
+		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindIntervalMDN}, nil
+	case arrow.DecimalType:
+		return decimalType(t)
+	case *arrow.DictionaryType:
+		v, err := typeFor(t.ValueType)
+		if err != nil {
+			return v, err
+		}
+		idx, ok := t.IndexType.(arrow.FixedWidthDataType)
+		if !ok || !arrow.IsInteger(t.IndexType.ID()) {
+			return v, fmt.Errorf("dictionary index type %s is not an integer", t.IndexType)
+		}
+		d := v
+		d.kind, d.width, d.inWidth, d.factor, d.children = kindDict, 0, idx.BitWidth()/8, 0, []colType{v}
+		if arrow.IsSignedInteger(t.IndexType.ID()) {
+			d.factor = 1
+		}
+		return d, nil
+	case *arrow.ListType:
+		return listType(t.Elem(), 4)
+	case *arrow.LargeListType:
+		return listType(t.Elem(), 8)
+	case *arrow.FixedSizeListType:
+		elem, err := typeFor(t.Elem())
+		if err != nil {
+			return elem, err
+		}
+		return colType{duck: C.DUCKDB_TYPE_ARRAY, kind: kindArray, width: int(t.Len()), children: []colType{elem}}, nil
+	case *arrow.MapType:
+		// DuckDB's MAP is a LIST of STRUCT(key, value), as Arrow's map is.
+		key, err := typeFor(t.KeyType())
+		if err != nil {
+			return key, fmt.Errorf("map key: %w", err)
+		}
+		val, err := typeFor(t.ItemType())
+		if err != nil {
+			return val, fmt.Errorf("map value: %w", err)
+		}
+		entry := colType{duck: C.DUCKDB_TYPE_STRUCT, kind: kindStruct, children: []colType{key, val}, names: []string{"key", "value"}}
+		return colType{duck: C.DUCKDB_TYPE_MAP, kind: kindList, width: 4, children: []colType{entry}}, nil
+	case *arrow.StructType:
+		st := colType{duck: C.DUCKDB_TYPE_STRUCT, kind: kindStruct}
+		for _, f := range t.Fields() {
+			ft, err := typeFor(f.Type)
+			if err != nil {
+				return ft, fmt.Errorf("field %q: %w", f.Name, err)
+			}
+			st.children = append(st.children, ft)
+			st.names = append(st.names, f.Name)
+		}
+		if len(st.children) == 0 {
+			return st, fmt.Errorf("Arrow type %s: a STRUCT needs at least one field", dt)
+		}
+		return st, nil
 	}
-	return c, nil
+	return colType{}, fmt.Errorf("Arrow type %s has no DuckDB counterpart", dt)
+}
+
+func listType(elem arrow.DataType, offsetWidth int) (colType, error) {
+	e, err := typeFor(elem)
+	if err != nil {
+		return e, fmt.Errorf("list element: %w", err)
+	}
+	return colType{duck: C.DUCKDB_TYPE_LIST, kind: kindList, width: offsetWidth, children: []colType{e}}, nil
+}
+
+func decimalType(t arrow.DecimalType) (colType, error) {
+	p, s := t.GetPrecision(), t.GetScale()
+	if p > 38 || p < 1 || s < 0 || s > p {
+		return colType{}, fmt.Errorf("Arrow type %s: DuckDB's DECIMAL holds 1 to 38 digits with 0 <= scale <= width", t)
+	}
+	width := 16
+	switch {
+	case p <= 4:
+		width = 2
+	case p <= 9:
+		width = 4
+	case p <= 18:
+		width = 8
+	}
+	inWidth := t.(arrow.FixedWidthDataType).BitWidth() / 8
+	return colType{duck: C.DUCKDB_TYPE_DECIMAL, decWidth: uint8(p), decScale: uint8(s), kind: kindDecimal, width: width, inWidth: inWidth}, nil
+}
+
+// logicalType creates the DuckDB logical type of t; the caller destroys it
+// with C.rs_type_destroy.
+func logicalType(t colType) C.duckdb_logical_type {
+	if t.kind == kindDict {
+		return logicalType(t.children[0]) // dictionaries come out as their values
+	}
+	switch t.duck {
+	case C.DUCKDB_TYPE_DECIMAL:
+		return C.rs_type_decimal(C.uint8_t(t.decWidth), C.uint8_t(t.decScale))
+	case C.DUCKDB_TYPE_LIST, C.DUCKDB_TYPE_ARRAY:
+		child := logicalType(t.children[0])
+		defer C.rs_type_destroy(child)
+		if t.duck == C.DUCKDB_TYPE_ARRAY {
+			return C.rs_type_array(child, C.idx_t(t.width))
+		}
+		return C.rs_type_list(child)
+	case C.DUCKDB_TYPE_MAP:
+		entry := t.children[0]
+		key, val := logicalType(entry.children[0]), logicalType(entry.children[1])
+		defer C.rs_type_destroy(key)
+		defer C.rs_type_destroy(val)
+		return C.rs_type_map(key, val)
+	case C.DUCKDB_TYPE_STRUCT:
+		n := len(t.children)
+		// C arrays: they hold C pointers only, and C reads them.
+		types := unsafe.Slice((*C.duckdb_logical_type)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof(C.duckdb_logical_type(nil))))), n)
+		names := unsafe.Slice((**C.char)(C.malloc(C.size_t(n)*C.size_t(unsafe.Sizeof((*C.char)(nil))))), n)
+		defer C.free(unsafe.Pointer(&types[0]))
+		defer C.free(unsafe.Pointer(&names[0]))
+		for i, c := range t.children {
+			types[i] = logicalType(c)
+			names[i] = C.CString(t.names[i])
+		}
+		defer func() {
+			for i := range n {
+				C.rs_type_destroy(types[i])
+				C.free(unsafe.Pointer(names[i]))
+			}
+		}()
+		return C.rs_type_struct(&types[0], &names[0], C.idx_t(n))
+	}
+	return C.rs_type_primitive(t.duck)
 }

@@ -59,8 +59,28 @@ func decodeIPC(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches
 	return decodeIPCStream(data, mem)
 }
 
+// openIPCFile opens an IPC file whose batches reference data without a copy.
+// arrow-go v18.8.0's NewMappedFileReader leaves its dictionary memo nil and
+// panics on a schema with a dictionary-encoded field: such a file (or any
+// input that makes it panic) takes the copying reader instead.
+func openIPCFile(data []byte, mem memory.Allocator) (*ipc.FileReader, error) {
+	r, err, panicked := func() (r *ipc.FileReader, err error, panicked bool) {
+		defer func() {
+			if recover() != nil {
+				panicked = true
+			}
+		}()
+		r, err = ipc.NewMappedFileReader(data, ipc.WithAllocator(mem))
+		return r, err, false
+	}()
+	if panicked {
+		return ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	}
+	return r, err
+}
+
 func decodeIPCFile(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, error) {
-	r, err := ipc.NewMappedFileReader(data, ipc.WithAllocator(mem))
+	r, err := openIPCFile(data, mem)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: arrow IPC file: %v", ErrBadChunk, err)
 	}

@@ -140,6 +140,10 @@ func makeBatches(rng *rand.Rand, rows, nb int, st *SegmentStats) []arrow.RecordB
 
 // WriteChunk writes recs as one Arrow IPC file (fileFormat) or stream.
 func WriteChunk(path string, recs []arrow.RecordBatch, fileFormat bool) error {
+	return writeChunkOpts(path, recs, fileFormat)
+}
+
+func writeChunkOpts(path string, recs []arrow.RecordBatch, fileFormat bool, opts ...ipc.Option) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -150,13 +154,13 @@ func WriteChunk(path string, recs []arrow.RecordBatch, fileFormat bool) error {
 	}
 	var w writer
 	if fileFormat {
-		w, err = ipc.NewFileWriter(f, ipc.WithSchema(recs[0].Schema()))
+		w, err = ipc.NewFileWriter(f, append(opts, ipc.WithSchema(recs[0].Schema()))...)
 		if err != nil {
 			f.Close()
 			return err
 		}
 	} else {
-		w = ipc.NewWriter(f, ipc.WithSchema(recs[0].Schema()))
+		w = ipc.NewWriter(f, append(opts, ipc.WithSchema(recs[0].Schema()))...)
 	}
 	for _, r := range recs {
 		if err := w.Write(r); err != nil {

@@ -1,5 +1,6 @@
 // Command datagen writes a sample dataset of Arrow IPC chunks and its expected
-// aggregates (expected.csv) into a folder.
+// aggregates (expected.csv) into a folder; with -types also a dataset with one
+// column per Arrow type and DuckDB's text of every value (types_expected.csv).
 //
 //	go run ./test/cmd/datagen -out build/demo-data
 package main
@@ -18,6 +19,7 @@ func main() {
 	flag.IntVar(&spec.Segments, "segments", spec.Segments, "number of segments")
 	flag.IntVar(&spec.ChunksPerSegment, "chunks", spec.ChunksPerSegment, "chunks per segment")
 	flag.IntVar(&spec.RowsPerChunk, "rows", spec.RowsPerChunk, "rows in a segment's first chunk (each next one has 517 more)")
+	types := flag.Bool("types", false, "also write the types dataset (one column per Arrow type)")
 	flag.Parse()
 	if err := os.RemoveAll(*out); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -33,4 +35,11 @@ func main() {
 		rows += s.Rows
 	}
 	fmt.Printf("datagen: wrote %d segments x %d chunks (%d rows) to %s\n", spec.Segments, spec.ChunksPerSegment, rows, *out)
+	if *types {
+		if err := datagen.WriteTypes(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote the types dataset (%d rows, every Arrow type) to %s/types\n", datagen.TypesRows, *out)
+	}
 }
