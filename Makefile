@@ -48,7 +48,7 @@ versitygw:
 		GOBIN=$(CURDIR)/.tools/bin go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
 	fi
 
-host: headers
+host:
 	tools/build-host.sh
 
 tools: duckdb versitygw host
@@ -72,8 +72,11 @@ test-go:
 	go vet ./...
 	go test -race -count=1 ./...
 
+TEST_DATA := build/test-data
+
 test-sql: release
-	go run ./test/cmd/sqltest -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) test/sql/*.test
+	go run ./test/cmd/datagen -types -out $(TEST_DATA)
+	go run ./test/cmd/sqltest -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -data $(CURDIR)/$(TEST_DATA) test/sql
 
 bench: release tools
 	go run ./test/bench/iosched -out test/bench

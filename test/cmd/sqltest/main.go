@@ -1,0 +1,142 @@
+// Command sqltest runs sqllogictest files (test/sql/*.test) against the DuckDB
+// CLI and the pinned DuckDB engine host, each file in one host process.
+//
+//	go run ./test/cmd/sqltest [flags] [FILE|DIR ...]
+//
+// Directories are searched for *.test files; the default is test/sql. Paths
+// default to the repository layout (run it from the repository root):
+// .tools/bin/duckdb (make duckdb), build/host/duckdb_host (make host) and
+// build/release/remote_segments.duckdb_extension (make). A missing host is
+// reported with a WARNING line and the other host runs; with no host at all
+// the run fails. Exit status: 0 when everything passed, 1 when a record
+// failed, 2 when nothing could run.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/remote-segments/remote_segments/test/sqllogictest"
+)
+
+type varFlags map[string]string
+
+func (v varFlags) String() string { return "" }
+
+func (v varFlags) Set(s string) error {
+	name, val, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	v[name] = val
+	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	vars := varFlags{}
+	cli := flag.String("duckdb", envOr("SQLTEST_DUCKDB", ".tools/bin/duckdb"), "DuckDB CLI (empty: do not use)")
+	flag.StringVar(cli, "cli", *cli, "same as -duckdb")
+	host := flag.String("host", envOr("SQLTEST_HOST", "build/host/duckdb_host"), "pinned engine host (empty: do not use)")
+	ext := flag.String("ext", envOr("SQLTEST_EXT", "build/release/remote_segments.duckdb_extension"), "the extension, for ${EXT}")
+	data := flag.String("data", envOr("SQLTEST_DATA", "test/data"), "data directory, for ${DATA}")
+	timeout := flag.Duration("timeout", sqllogictest.DefaultStatementTimeout, "per-statement timeout")
+	verbose := flag.Bool("v", false, "print every record")
+	flag.Var(vars, "var", "NAME=VALUE for ${NAME} (repeatable)")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: sqltest [flags] [FILE|DIR ...]\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+
+	args := flag.Args()
+	if len(args) == 0 {
+		args = []string{"test/sql"}
+	}
+	files, err := testFiles(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sqltest: %v\n", err)
+		os.Exit(2)
+	}
+	if len(files) == 0 {
+		fmt.Fprintf(os.Stderr, "sqltest: no .test files in %s\n", strings.Join(args, " "))
+		os.Exit(2)
+	}
+
+	var hosts []sqllogictest.Host
+	if *cli != "" {
+		hosts = append(hosts, sqllogictest.CLIHost(abs(*cli)))
+	}
+	if *host != "" {
+		hosts = append(hosts, sqllogictest.EngineHost(abs(*host)))
+	}
+	if _, ok := vars["EXT"]; !ok && *ext != "" {
+		vars["EXT"] = abs(*ext)
+		if _, err := os.Stat(vars["EXT"]); err != nil {
+			fmt.Printf("WARNING: extension not built (%v): files with 'require remote_segments' are skipped\n", err)
+		}
+	}
+	if _, ok := vars["DATA"]; !ok && *data != "" {
+		vars["DATA"] = abs(*data)
+	}
+
+	runner := sqllogictest.Runner{Out: os.Stdout, StatementTimeout: *timeout, Verbose: *verbose}
+	rep, err := runner.Run(files, hosts, vars)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sqltest: %v\n", err)
+		os.Exit(2)
+	}
+	if !rep.OK() {
+		os.Exit(1)
+	}
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+// testFiles expands directories into their *.test files, sorted.
+func testFiles(args []string) ([]string, error) {
+	var files []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			files = append(files, a)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(p, ".test") {
+				found = append(found, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(found)
+		files = append(files, found...)
+	}
+	return files, nil
+}
