@@ -53,10 +53,39 @@ func decodeIPC(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches
 			schema, batches, err = nil, nil, fmt.Errorf("%w: arrow IPC decode: %v", ErrBadChunk, r)
 		}
 	}()
-	if bytes.HasPrefix(data, ipcFileMagic) {
-		return decodeIPCFile(data, mem)
+	if err := checkIPCFraming(data); err != nil {
+		return nil, nil, err
 	}
-	return decodeIPCStream(data, mem)
+	if bytes.HasPrefix(data, ipcFileMagic) {
+		schema, batches, err = decodeIPCFile(data, mem)
+	} else {
+		schema, batches, err = decodeIPCStream(data, mem)
+	}
+	if err == nil {
+		err = validateBatches(batches)
+	}
+	if err != nil {
+		releaseAll(batches)
+		return nil, nil, err
+	}
+	return schema, batches, nil
+}
+
+// validateBatches checks every batch (validateRecord); on error the caller
+// still owns the batches.
+func validateBatches(batches []arrow.RecordBatch) error {
+	for i, b := range batches {
+		if err := validateRecord(b); err != nil {
+			return fmt.Errorf("record batch %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func releaseAll(batches []arrow.RecordBatch) {
+	for _, b := range batches {
+		b.Release()
+	}
 }
 
 // openIPCFile opens an IPC file whose batches reference data without a copy.

@@ -1,0 +1,751 @@
+package scanner
+
+// Reading only some columns of an Arrow IPC file.
+//
+// An IPC file ends with a footer (a flatbuffer listing the schema and the
+// position of every record batch), its length as an int32, and the magic
+// "ARROW1". Each record batch is an encapsulated message: a flatbuffer
+// (RecordBatch: row count, one FieldNode per array, one Buffer per buffer, in
+// depth-first field order) followed by the body those buffers point into.
+// Knowing the schema, the buffers of one column are a known run of that list,
+// so a scan that needs few columns fetches the footer, the batches' metadata,
+// and only those columns' byte ranges.
+//
+// The flatbuffer reading here is our own and bounds-checked everywhere: a
+// malformed file is an error wrapping ErrBadChunk, never a panic. The schema
+// itself is decoded by arrow-go from the same footer bytes.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// ipcTrailerLen is the int32 footer length plus the 6-byte magic at the end
+// of an IPC file.
+const ipcTrailerLen = 10
+
+// fb is a bounds-checked view of a flatbuffer.
+type fb []byte
+
+var errFlatbuffer = errors.New("malformed flatbuffer")
+
+func (b fb) u32(pos int64) (uint32, error) {
+	if pos < 0 || pos+4 > int64(len(b)) {
+		return 0, errFlatbuffer
+	}
+	return binary.LittleEndian.Uint32(b[pos:]), nil
+}
+
+func (b fb) i64(pos int64) (int64, error) {
+	if pos < 0 || pos+8 > int64(len(b)) {
+		return 0, errFlatbuffer
+	}
+	return int64(binary.LittleEndian.Uint64(b[pos:])), nil
+}
+
+func (b fb) u8(pos int64) (byte, error) {
+	if pos < 0 || pos >= int64(len(b)) {
+		return 0, errFlatbuffer
+	}
+	return b[pos], nil
+}
+
+// root returns the position of the root table.
+func (b fb) root() (int64, error) {
+	off, err := b.u32(0)
+	return int64(off), err
+}
+
+// field returns the position of field slot of the table at tab, or -1 when
+// the field is absent.
+func (b fb) field(tab int64, slot int) (int64, error) {
+	soff, err := b.u32(tab)
+	if err != nil {
+		return 0, err
+	}
+	vt := tab - int64(int32(soff))
+	if vt < 0 || vt+4 > int64(len(b)) {
+		return 0, errFlatbuffer
+	}
+	vtLen := int64(binary.LittleEndian.Uint16(b[vt:]))
+	entry := 4 + 2*int64(slot)
+	if entry >= vtLen { // the rule of the flatbuffers runtime, which arrow-go uses
+		return -1, nil
+	}
+	if vt+entry+2 > int64(len(b)) {
+		return 0, errFlatbuffer
+	}
+	off := int64(binary.LittleEndian.Uint16(b[vt+entry:]))
+	if off == 0 {
+		return -1, nil
+	}
+	return tab + off, nil
+}
+
+// deref follows the uoffset stored at pos.
+func (b fb) deref(pos int64) (int64, error) {
+	off, err := b.u32(pos)
+	if err != nil {
+		return 0, err
+	}
+	return pos + int64(off), nil
+}
+
+// vector returns the start and length of the vector field slot of the table
+// at tab, checking that n elements of size each fit.
+func (b fb) vector(tab int64, slot int, size int64) (start, n int64, err error) {
+	pos, err := b.field(tab, slot)
+	if err != nil || pos < 0 {
+		return 0, 0, err
+	}
+	v, err := b.deref(pos)
+	if err != nil {
+		return 0, 0, err
+	}
+	l, err := b.u32(v)
+	if err != nil {
+		return 0, 0, err
+	}
+	n = int64(l)
+	if v+4+n*size > int64(len(b)) {
+		return 0, 0, errFlatbuffer
+	}
+	return v + 4, n, nil
+}
+
+// ipcBlock locates one message of an IPC file.
+type ipcBlock struct {
+	Offset  int64 // of the message (its metadata prefix)
+	MetaLen int64 // metadata length, prefix and padding included
+	BodyLen int64
+}
+
+// ipcFooter is the part of an IPC file's footer a projected read needs.
+type ipcFooter struct {
+	Schema  *arrow.Schema
+	Batches []ipcBlock
+}
+
+// parseTrailer returns the footer length from the last ipcTrailerLen bytes
+// of an IPC file of fileSize bytes.
+func parseTrailer(trailer []byte, fileSize int64) (int64, error) {
+	if len(trailer) != ipcTrailerLen || !bytes.Equal(trailer[4:], ipcFileMagic) {
+		return 0, fmt.Errorf("%w: no Arrow IPC file magic at the end", ErrBadChunk)
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(trailer)))
+	if n <= 0 || n+ipcTrailerLen+8 > fileSize {
+		return 0, fmt.Errorf("%w: IPC footer length %d does not fit a file of %d bytes", ErrBadChunk, n, fileSize)
+	}
+	return n, nil
+}
+
+// parseFooter reads the footer flatbuffer. Dictionary-encoded files are
+// refused (errDictionaries): their dictionaries live in other messages.
+func parseFooter(footer []byte) (*ipcFooter, error) {
+	b := fb(footer)
+	bad := func(err error) (*ipcFooter, error) {
+		return nil, fmt.Errorf("%w: IPC footer: %v", ErrBadChunk, err)
+	}
+	root, err := b.root()
+	if err != nil {
+		return bad(err)
+	}
+	const slotDictionaries, slotRecordBatches, blockSize = 2, 3, 24
+	_, nd, err := b.vector(root, slotDictionaries, blockSize)
+	if err != nil {
+		return bad(err)
+	}
+	if nd > 0 {
+		return nil, errDictionaries
+	}
+	start, n, err := b.vector(root, slotRecordBatches, blockSize)
+	if err != nil {
+		return bad(err)
+	}
+	f := &ipcFooter{Batches: make([]ipcBlock, n)}
+	for i := range f.Batches {
+		p := start + int64(i)*blockSize
+		off, _ := b.i64(p)
+		meta, _ := b.u32(p + 8)
+		body, _ := b.i64(p + 16)
+		if off < 0 || body < 0 || int32(meta) <= 0 {
+			return bad(fmt.Errorf("record batch %d: bad block offset=%d meta=%d body=%d", i, off, int32(meta), body))
+		}
+		f.Batches[i] = ipcBlock{Offset: off, MetaLen: int64(meta), BodyLen: body}
+	}
+	sp, err := b.field(root, 1)
+	if err != nil || sp < 0 {
+		return bad(fmt.Errorf("no schema"))
+	}
+	schema, err := b.deref(sp)
+	if err != nil {
+		return bad(err)
+	}
+	if err := checkSchema(b, schema); err != nil {
+		return bad(err)
+	}
+	f.Schema, err = footerSchema(footer)
+	if err != nil {
+		return bad(err)
+	}
+	return f, nil
+}
+
+var errDictionaries = errors.New("IPC file has dictionaries")
+
+// footerSchema lets arrow-go decode the schema from the footer alone: it
+// reads an IPC file through tailReader, which holds only the footer and the
+// trailer.
+func footerSchema(footer []byte) (s *arrow.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("schema: %v", r)
+		}
+	}()
+	tail := make([]byte, 0, len(footer)+ipcTrailerLen)
+	tail = append(tail, footer...)
+	tail = binary.LittleEndian.AppendUint32(tail, uint32(len(footer)))
+	tail = append(tail, ipcFileMagic...)
+	// Pretend the footer sits at the end of a file with room before it for
+	// the leading magic, which arrow-go does not read.
+	r := &tailReader{tail: tail, size: int64(len(tail)) + 8}
+	fr, err := ipc.NewFileReader(r)
+	if err != nil {
+		return nil, err
+	}
+	defer fr.Close()
+	return fr.Schema(), nil
+}
+
+// tailReader serves the last len(tail) bytes of a file of size bytes.
+type tailReader struct {
+	tail []byte
+	size int64
+	pos  int64
+}
+
+func (t *tailReader) ReadAt(p []byte, off int64) (int, error) {
+	start := off - (t.size - int64(len(t.tail)))
+	if start < 0 || start+int64(len(p)) > int64(len(t.tail)) {
+		return 0, fmt.Errorf("read of %d bytes at %d outside the footer", len(p), off)
+	}
+	return copy(p, t.tail[start:]), nil
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.ReadAt(p, t.pos)
+	t.pos += int64(n)
+	return n, err
+}
+
+func (t *tailReader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+		t.pos = off
+	case io.SeekCurrent:
+		t.pos += off
+	case io.SeekEnd:
+		t.pos = t.size + off
+	}
+	return t.pos, nil
+}
+
+// ipcRange is a byte range of an IPC file's body.
+type ipcRange struct{ Offset, Length int64 }
+
+type fieldNode struct{ Length, Nulls int64 }
+
+// ipcBatch is a parsed RecordBatch message.
+type ipcBatch struct {
+	Length   int64
+	Nodes    []fieldNode
+	Buffers  []ipcRange // relative to the body
+	Codec    int        // -1 none, 0 LZ4 frame, 1 ZSTD
+	Variadic []int64    // buffer counts of the view arrays, in field order
+}
+
+// parseBatchMessage parses the metadata of one record batch message: the
+// optional continuation marker, the int32 length, the Message flatbuffer.
+func parseBatchMessage(meta []byte) (*ipcBatch, error) {
+	bad := func(err error) (*ipcBatch, error) {
+		return nil, fmt.Errorf("%w: IPC record batch message: %v", ErrBadChunk, err)
+	}
+	if len(meta) >= 4 && binary.LittleEndian.Uint32(meta) == 0xFFFFFFFF {
+		meta = meta[4:]
+	}
+	if len(meta) < 4 {
+		return bad(errFlatbuffer)
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(meta)))
+	if n <= 0 || n > int64(len(meta)-4) {
+		return bad(fmt.Errorf("metadata length %d of %d bytes", n, len(meta)-4))
+	}
+	b := fb(meta[4 : 4+n])
+	msg, err := b.root()
+	if err != nil {
+		return bad(err)
+	}
+	const slotHeaderType, slotHeader, headerRecordBatch = 1, 2, 3
+	tp, err := b.field(msg, slotHeaderType)
+	if err != nil || tp < 0 {
+		return bad(fmt.Errorf("no header: %v", err))
+	}
+	if t, err := b.u8(tp); err != nil || t != headerRecordBatch {
+		return bad(fmt.Errorf("message is not a record batch (header type %d)", t))
+	}
+	hp, err := b.field(msg, slotHeader)
+	if err != nil || hp < 0 {
+		return bad(fmt.Errorf("no header: %v", err))
+	}
+	rb, err := b.deref(hp)
+	if err != nil {
+		return bad(err)
+	}
+	out := &ipcBatch{Codec: -1}
+	if lp, err := b.field(rb, 0); err != nil {
+		return bad(err)
+	} else if lp >= 0 {
+		if out.Length, err = b.i64(lp); err != nil || out.Length < 0 {
+			return bad(fmt.Errorf("length %d: %v", out.Length, err))
+		}
+	}
+	start, cnt, err := b.vector(rb, 1, 16)
+	if err != nil {
+		return bad(err)
+	}
+	for i := int64(0); i < cnt; i++ {
+		l, _ := b.i64(start + 16*i)
+		nulls, _ := b.i64(start + 16*i + 8)
+		if l < 0 || nulls < 0 || nulls > l {
+			return bad(fmt.Errorf("field node %d: length %d nulls %d", i, l, nulls))
+		}
+		out.Nodes = append(out.Nodes, fieldNode{l, nulls})
+	}
+	start, cnt, err = b.vector(rb, 2, 16)
+	if err != nil {
+		return bad(err)
+	}
+	for i := int64(0); i < cnt; i++ {
+		off, _ := b.i64(start + 16*i)
+		l, _ := b.i64(start + 16*i + 8)
+		if off < 0 || l < 0 || off > math.MaxInt64-l {
+			return bad(fmt.Errorf("buffer %d: offset %d length %d", i, off, l))
+		}
+		out.Buffers = append(out.Buffers, ipcRange{off, l})
+	}
+	if cp, err := b.field(rb, 3); err != nil {
+		return bad(err)
+	} else if cp >= 0 {
+		ct, err := b.deref(cp)
+		if err != nil {
+			return bad(err)
+		}
+		out.Codec = 0 // LZ4_FRAME is the default value of the codec field
+		if codec, err := b.field(ct, 0); err != nil {
+			return bad(err)
+		} else if codec >= 0 {
+			c, err := b.u8(codec)
+			if err != nil || c > 1 {
+				return bad(fmt.Errorf("unknown compression codec %d", c))
+			}
+			out.Codec = int(c)
+		}
+	}
+	start, cnt, err = b.vector(rb, 4, 8)
+	if err != nil {
+		return bad(err)
+	}
+	for i := int64(0); i < cnt; i++ {
+		v, _ := b.i64(start + 8*i)
+		if v < 0 || v > int64(len(out.Buffers)) {
+			return bad(fmt.Errorf("variadic buffer count %d", v))
+		}
+		out.Variadic = append(out.Variadic, v)
+	}
+	return out, nil
+}
+
+// columnLayout is where one top-level field's arrays sit in a batch: its
+// field nodes and buffers (runs of ipcBatch.Nodes and .Buffers).
+type columnLayout struct {
+	node0, nodes int
+	buf0, bufs   int
+	variadic0    int // first entry of ipcBatch.Variadic the field uses
+	variadics    int
+}
+
+// layoutColumns walks the schema depth first, as the IPC format lays out
+// nodes and buffers, and returns each top-level field's share. Types whose
+// layout this reader does not know (unions, run-end encoded, list views) are
+// an error: the whole-chunk path reads them, or rejects them at bind.
+func layoutColumns(schema *arrow.Schema, rb *ipcBatch) ([]columnLayout, error) {
+	var node, buf, vari int
+	var walk func(dt arrow.DataType) error
+	walk = func(dt arrow.DataType) error {
+		node++
+		switch t := dt.(type) {
+		case *arrow.NullType:
+		case *arrow.StringType, *arrow.LargeStringType, *arrow.BinaryType, *arrow.LargeBinaryType:
+			buf += 3
+		case *arrow.StringViewType, *arrow.BinaryViewType:
+			if vari >= len(rb.Variadic) {
+				return fmt.Errorf("view field without a variadic buffer count")
+			}
+			buf += 2 + int(rb.Variadic[vari])
+			vari++
+		case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
+			buf += 2
+			return walk(t.(arrow.ListLikeType).Elem())
+		case *arrow.FixedSizeListType:
+			buf++
+			return walk(t.Elem())
+		case *arrow.StructType:
+			buf++
+			for _, f := range t.Fields() {
+				if err := walk(f.Type); err != nil {
+					return err
+				}
+			}
+		case *arrow.DictionaryType:
+			return fmt.Errorf("dictionary-encoded field")
+		default:
+			if _, ok := dt.(arrow.FixedWidthDataType); !ok {
+				return fmt.Errorf("type %s has no known IPC layout here", dt)
+			}
+			buf += 2
+		}
+		return nil
+	}
+	out := make([]columnLayout, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		c := columnLayout{node0: node, buf0: buf, variadic0: vari}
+		if err := walk(f.Type); err != nil {
+			return nil, fmt.Errorf("%w: column %q: %v", ErrBadChunk, f.Name, err)
+		}
+		c.nodes, c.bufs, c.variadics = node-c.node0, buf-c.buf0, vari-c.variadic0
+		out[i] = c
+	}
+	if node != len(rb.Nodes) || buf > len(rb.Buffers) {
+		return nil, fmt.Errorf("%w: IPC batch has %d field nodes and %d buffers, the schema needs %d and %d",
+			ErrBadChunk, len(rb.Nodes), len(rb.Buffers), node, buf)
+	}
+	return out, nil
+}
+
+// columnRange is the span of the body holding all of one column's buffers.
+func columnRange(rb *ipcBatch, c columnLayout) ipcRange {
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, b := range rb.Buffers[c.buf0 : c.buf0+c.bufs] {
+		if b.Length == 0 {
+			continue
+		}
+		lo, hi = min(lo, b.Offset), max(hi, b.Offset+b.Length)
+	}
+	if hi == 0 {
+		return ipcRange{}
+	}
+	return ipcRange{lo, hi - lo}
+}
+
+// assembleColumn builds the array of one top-level field from its bytes:
+// data holds body bytes [at, at+len(data)) covering the field's buffers.
+func assembleColumn(f arrow.Field, rb *ipcBatch, c columnLayout, data []byte, at int64, mem memory.Allocator) (arr arrow.Array, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			arr, err = nil, fmt.Errorf("%w: column %q: %v", ErrBadChunk, f.Name, r)
+		}
+	}()
+	node, buf, vari := c.node0, c.buf0, c.variadic0
+	var bufs []*memory.Buffer
+	defer func() {
+		for _, b := range bufs {
+			b.Release()
+		}
+	}()
+	next := func() (*memory.Buffer, error) {
+		r := rb.Buffers[buf]
+		buf++
+		if r.Length == 0 {
+			return nil, nil
+		}
+		lo := r.Offset - at
+		if lo < 0 || lo+r.Length > int64(len(data)) {
+			return nil, fmt.Errorf("buffer %d (%d+%d) outside the fetched range", buf-1, r.Offset, r.Length)
+		}
+		raw := data[lo : lo+r.Length]
+		b, err := decompress(raw, rb.Codec, mem)
+		if err == nil {
+			bufs = append(bufs, b)
+		}
+		return b, err
+	}
+	var build func(dt arrow.DataType) (arrow.ArrayData, error)
+	build = func(dt arrow.DataType) (arrow.ArrayData, error) {
+		n := rb.Nodes[node]
+		node++
+		nbufs := 2
+		var children []arrow.ArrayData
+		switch dt.(type) {
+		case *arrow.NullType:
+			nbufs = 0
+		case *arrow.StringType, *arrow.LargeStringType, *arrow.BinaryType, *arrow.LargeBinaryType:
+			nbufs = 3
+		case *arrow.StringViewType, *arrow.BinaryViewType:
+			nbufs = 2 + int(rb.Variadic[vari])
+			vari++
+		case *arrow.FixedSizeListType, *arrow.StructType:
+			nbufs = 1
+		}
+		bs := make([]*memory.Buffer, nbufs)
+		for i := range bs {
+			b, err := next()
+			if err != nil {
+				return nil, err
+			}
+			bs[i] = b
+		}
+		switch t := dt.(type) {
+		case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
+			ch, err := build(t.(arrow.ListLikeType).Elem())
+			if err != nil {
+				return nil, err
+			}
+			children = []arrow.ArrayData{ch}
+		case *arrow.FixedSizeListType:
+			ch, err := build(t.Elem())
+			if err != nil {
+				return nil, err
+			}
+			children = []arrow.ArrayData{ch}
+		case *arrow.StructType:
+			for _, sf := range t.Fields() {
+				ch, err := build(sf.Type)
+				if err != nil {
+					for _, c := range children {
+						c.Release()
+					}
+					return nil, err
+				}
+				children = append(children, ch)
+			}
+		}
+		d := array.NewData(dt, int(n.Length), bs, children, int(n.Nulls), 0)
+		for _, ch := range children {
+			ch.Release() // d holds its own reference
+		}
+		return d, nil
+	}
+	d, err := build(f.Type)
+	if err != nil {
+		return nil, fmt.Errorf("%w: column %q: %v", ErrBadChunk, f.Name, err)
+	}
+	defer d.Release()
+	// Check the buffers before arrow-go wraps them: MakeFromData slices them
+	// by the claimed length and would panic half-way through.
+	if err := validateData(d); err != nil {
+		return nil, fmt.Errorf("%w: column %q: %v", ErrBadChunk, f.Name, err)
+	}
+	return array.MakeFromData(d), nil
+}
+
+// Decompressors are costly to make (an LZ4 reader holds 4 MiB of block
+// buffers), so they are pooled.
+var (
+	lz4Readers  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	zstdReaders = sync.Pool{New: func() any {
+		z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			panic("scanner: zstd decoder: " + err.Error())
+		}
+		return z
+	}}
+)
+
+// decompress returns the buffer for raw body bytes: the bytes themselves, or
+// for a compressed batch, an int64 uncompressed length (-1: stored as is)
+// followed by an LZ4 frame or ZSTD data.
+func decompress(raw []byte, codec int, mem memory.Allocator) (*memory.Buffer, error) {
+	if codec < 0 {
+		return memory.NewBufferBytes(raw), nil
+	}
+	if len(raw) < 8 {
+		return nil, fmt.Errorf("compressed buffer of %d bytes", len(raw))
+	}
+	n := int64(binary.LittleEndian.Uint64(raw))
+	if n == -1 {
+		return memory.NewBufferBytes(raw[8:]), nil
+	}
+	if n < 0 || n > 1<<40 {
+		return nil, fmt.Errorf("uncompressed length %d", n)
+	}
+	var r io.Reader
+	switch codec {
+	case 0:
+		lr := lz4Readers.Get().(*lz4.Reader)
+		lr.Reset(bytes.NewReader(raw[8:]))
+		defer lz4Readers.Put(lr)
+		r = lr
+	default:
+		z := zstdReaders.Get().(*zstd.Decoder)
+		if err := z.Reset(bytes.NewReader(raw[8:])); err != nil {
+			return nil, err
+		}
+		defer zstdReaders.Put(z)
+		r = z
+	}
+	// Grow with what actually decompresses rather than trusting n up front:
+	// a corrupt length must not allocate terabytes.
+	out := memory.NewResizableBuffer(mem)
+	have := 0
+	for have < int(n) {
+		out.Resize(min(int(n), max(2*have, 64<<10)))
+		k, err := io.ReadFull(r, out.Bytes()[have:])
+		have += k
+		if err != nil {
+			out.Release()
+			return nil, fmt.Errorf("decompress: %d of %d bytes: %w", have, n, err)
+		}
+	}
+	return out, nil
+}
+
+// fetchFunc reads byte ranges of one object, all at once.
+type fetchFunc func(ranges []ipcRange) ([][]byte, error)
+
+// tailGuess is how much of a file's end the first request reads: the footer
+// of a file with a few hundred batches fits, so one request usually does.
+const tailGuess = 64 << 10
+
+// readIPCColumns reads columns cols (schema field indexes, in output order)
+// of the IPC file of size bytes through fetch, in three rounds: the footer,
+// the metadata of every batch, then only those columns' buffers. It returns
+// the file's full schema and batches holding just cols. errDictionaries
+// means the file needs the whole-chunk path.
+func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, error) {
+	var wire int64
+	get := func(rs []ipcRange) ([][]byte, error) {
+		out, err := fetch(rs)
+		for _, b := range out {
+			wire += int64(len(b))
+		}
+		return out, err
+	}
+	if size < ipcTrailerLen+8 {
+		return nil, nil, 0, fmt.Errorf("%w: %d bytes is too small for an Arrow IPC file", ErrBadChunk, size)
+	}
+	tailLen := min(size, tailGuess)
+	tail, err := get([]ipcRange{{size - tailLen, tailLen}})
+	if err != nil {
+		return nil, nil, wire, err
+	}
+	footerLen, err := parseTrailer(tail[0][len(tail[0])-ipcTrailerLen:], size)
+	if err != nil {
+		return nil, nil, wire, err
+	}
+	var footerBytes []byte
+	if footerLen+ipcTrailerLen <= tailLen {
+		end := int64(len(tail[0])) - ipcTrailerLen
+		footerBytes = tail[0][end-footerLen : end]
+	} else {
+		more, err := get([]ipcRange{{size - ipcTrailerLen - footerLen, footerLen}})
+		if err != nil {
+			return nil, nil, wire, err
+		}
+		footerBytes = more[0]
+	}
+	footer, err := parseFooter(footerBytes)
+	if err != nil {
+		return nil, nil, wire, err
+	}
+	for _, c := range cols {
+		if c < 0 || c >= len(footer.Schema.Fields()) {
+			return nil, nil, wire, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrBadChunk, len(footer.Schema.Fields()), c, footer.Schema)
+		}
+	}
+	metaRanges := make([]ipcRange, len(footer.Batches))
+	for i, b := range footer.Batches {
+		if b.Offset > size || b.MetaLen > size-b.Offset || b.BodyLen > size-b.Offset-b.MetaLen {
+			return nil, nil, wire, fmt.Errorf("%w: record batch %d at %d+%d+%d is beyond the file's %d bytes", ErrBadChunk, i, b.Offset, b.MetaLen, b.BodyLen, size)
+		}
+		metaRanges[i] = ipcRange{b.Offset, b.MetaLen}
+	}
+	metas, err := get(metaRanges)
+	if err != nil {
+		return nil, nil, wire, err
+	}
+	batches := make([]*ipcBatch, len(metas))
+	layouts := make([][]columnLayout, len(metas))
+	var bodyRanges []ipcRange
+	for i, m := range metas {
+		if batches[i], err = parseBatchMessage(m); err != nil {
+			return nil, nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+		}
+		if layouts[i], err = layoutColumns(footer.Schema, batches[i]); err != nil {
+			return nil, nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+		}
+		body := footer.Batches[i].Offset + footer.Batches[i].MetaLen
+		for _, c := range cols {
+			r := columnRange(batches[i], layouts[i][c])
+			if r.Offset+r.Length > footer.Batches[i].BodyLen {
+				return nil, nil, wire, fmt.Errorf("%w: record batch %d: column %d's buffers end past the body", ErrBadChunk, i, c)
+			}
+			bodyRanges = append(bodyRanges, ipcRange{body + r.Offset, r.Length})
+		}
+	}
+	data, err := get(bodyRanges)
+	if err != nil {
+		return nil, nil, wire, err
+	}
+	fields := make([]arrow.Field, len(cols))
+	for j, c := range cols {
+		fields[j] = footer.Schema.Field(c)
+	}
+	projected := arrow.NewSchema(fields, nil)
+	var out []arrow.RecordBatch
+	release := func() {
+		for _, r := range out {
+			r.Release()
+		}
+	}
+	k := 0
+	for i, rb := range batches {
+		arrs := make([]arrow.Array, len(cols))
+		for j, c := range cols {
+			at := bodyRanges[k].Offset - (footer.Batches[i].Offset + footer.Batches[i].MetaLen)
+			arr, err := assembleColumn(footer.Schema.Field(c), rb, layouts[i][c], data[k], at, mem)
+			k++
+			if err != nil {
+				for _, a := range arrs[:j] {
+					a.Release()
+				}
+				release()
+				return nil, nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+			}
+			arrs[j] = arr
+			if n := int64(arr.Len()); n != rb.Length {
+				for _, a := range arrs[:j+1] {
+					a.Release()
+				}
+				release()
+				return nil, nil, wire, fmt.Errorf("%w: record batch %d has %d rows, its column %q %d", ErrBadChunk, i, rb.Length, fields[j].Name, n)
+			}
+		}
+		out = append(out, array.NewRecordBatch(projected, arrs, rb.Length))
+		for _, a := range arrs {
+			a.Release()
+		}
+	}
+	return footer.Schema, out, wire, nil // every column passed validateData in assembleColumn
+}

@@ -1,0 +1,163 @@
+package scanner
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/remote-segments/remote_segments/test/datagen"
+)
+
+// fetchFrom serves ranges of data, counting the bytes handed out.
+func fetchFrom(data []byte, served *int64) fetchFunc {
+	return func(rs []ipcRange) ([][]byte, error) {
+		out := make([][]byte, len(rs))
+		for i, r := range rs {
+			out[i] = data[r.Offset : r.Offset+r.Length]
+			*served += r.Length
+		}
+		return out, nil
+	}
+}
+
+// TestReadIPCColumns reads column subsets of IPC files (plain, LZ4, every
+// type) and compares them with arrow-go's decode of the whole file.
+func TestReadIPCColumns(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 1, RowsPerChunk: 60000, BatchesPerChunk: 3, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := datagen.WriteTypes(dir); err != nil {
+		t.Fatal(err)
+	}
+	noDict := filepath.Join(dir, "types-nodict.arrow")
+	writeWithoutDictionaries(t, filepath.Join(dir, "types/part-0.arrow"), noDict, 1<<30)
+	files := []string{filepath.Join(dir, "chunks/segment=s0/chunk-0.arrow"), filepath.Join(dir, "types/part-0.arrow"), noDict}
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		schema, want, err := decodeIPC(data, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range schema.Fields() {
+			if _, ok := f.Type.(*arrow.DictionaryType); ok {
+				// Dictionary files take the whole-chunk path.
+				var served int64
+				if _, _, _, err := readIPCColumns(int64(len(data)), []int{0}, fetchFrom(data, &served), mem); err != errDictionaries {
+					t.Fatalf("%s: err = %v, want errDictionaries", path, err)
+				}
+				break
+			}
+		}
+		if hasDictionary(schema) {
+			for _, w := range want {
+				w.Release()
+			}
+			mem.AssertSize(t, 0)
+			continue
+		}
+		for _, cols := range [][]int{{0}, {len(schema.Fields()) - 1, 0}, allFields(schema)} {
+			var served int64
+			gotSchema, got, wire, err := readIPCColumns(int64(len(data)), cols, fetchFrom(data, &served), mem)
+			if err != nil {
+				t.Fatalf("%s cols %v: %v", path, cols, err)
+			}
+			if !gotSchema.Equal(schema) || wire != served {
+				t.Fatalf("schema %v, wire %d served %d", gotSchema, wire, served)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d batches, want %d", len(got), len(want))
+			}
+			for i := range got {
+				for j, c := range cols {
+					if !array.Equal(got[i].Column(j), want[i].Column(c)) {
+						t.Errorf("%s batch %d column %q differs", path, i, schema.Field(c).Name)
+					}
+				}
+				got[i].Release()
+			}
+			if len(cols) == 1 && served >= int64(len(data))/2 {
+				t.Errorf("%s: one column of %d fetched %d of %d bytes", path, len(schema.Fields()), served, len(data))
+			}
+		}
+		for _, w := range want {
+			w.Release()
+		}
+		mem.AssertSize(t, 0)
+	}
+}
+
+// writeWithoutDictionaries copies at most maxRows rows of each batch of the
+// IPC file src to dst, LZ4-compressed, without its dictionary-encoded columns.
+func writeWithoutDictionaries(t testing.TB, src, dst string, maxRows int64) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, batches, err := decodeIPC(data, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []int
+	var fields []arrow.Field
+	for i, f := range schema.Fields() {
+		if _, ok := f.Type.(*arrow.DictionaryType); !ok {
+			keep = append(keep, i)
+			fields = append(fields, f)
+		}
+	}
+	out := arrow.NewSchema(fields, nil)
+	f, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(out), ipc.WithLZ4())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		cols := make([]arrow.Array, len(keep))
+		for j, i := range keep {
+			cols[j] = b.Column(i)
+		}
+		rec := array.NewRecordBatch(out, cols, b.NumRows())
+		part := rec.NewSlice(0, min(maxRows, rec.NumRows()))
+		if err := w.Write(part); err != nil {
+			t.Fatal(err)
+		}
+		part.Release()
+		rec.Release()
+		b.Release()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hasDictionary(s *arrow.Schema) bool {
+	for _, f := range s.Fields() {
+		if _, ok := f.Type.(*arrow.DictionaryType); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func allFields(s *arrow.Schema) []int {
+	out := make([]int, len(s.Fields()))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}

@@ -1,0 +1,214 @@
+package scanner
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// validateRecord checks that every buffer of every column of rec is as large
+// as its length, offsets and indices say, so code that reads the buffers
+// without bounds checks (the C copy kernels) stays inside them. A chunk that
+// fails is corrupt: the error wraps ErrBadChunk and names the column.
+func validateRecord(rec arrow.RecordBatch) error {
+	for i, col := range rec.Columns() {
+		if int64(col.Len()) != rec.NumRows() {
+			return fmt.Errorf("%w: column %q has %d rows, the batch %d", ErrBadChunk, rec.ColumnName(i), col.Len(), rec.NumRows())
+		}
+		if err := validateData(col.Data()); err != nil {
+			return fmt.Errorf("%w: column %q: %v", ErrBadChunk, rec.ColumnName(i), err)
+		}
+	}
+	return nil
+}
+
+func bufLen(b *memory.Buffer) int64 {
+	if b == nil {
+		return 0
+	}
+	return int64(b.Len())
+}
+
+// need checks that buffer i of d holds at least n bytes.
+func need(d arrow.ArrayData, i int, n int64, what string) error {
+	bufs := d.Buffers()
+	if n <= 0 {
+		return nil
+	}
+	if i >= len(bufs) || bufLen(bufs[i]) < n {
+		var have int64
+		if i < len(bufs) {
+			have = bufLen(bufs[i])
+		}
+		return fmt.Errorf("%s buffer has %d bytes, needs %d", what, have, n)
+	}
+	return nil
+}
+
+// offsets returns the n+1 offsets of d starting at its offset, checked to be
+// non-decreasing and non-negative.
+func offsets(d arrow.ArrayData, width int) ([]int64, error) {
+	start, n := int64(d.Offset()), int64(d.Len())
+	if err := need(d, 1, (start+n+1)*int64(width), "offsets"); err != nil {
+		return nil, err
+	}
+	raw := d.Buffers()[1].Bytes()
+	out := make([]int64, n+1)
+	for i := range out {
+		p := (start + int64(i)) * int64(width)
+		if width == 8 {
+			out[i] = int64(binary.LittleEndian.Uint64(raw[p:]))
+		} else {
+			out[i] = int64(int32(binary.LittleEndian.Uint32(raw[p:])))
+		}
+		if out[i] < 0 || (i > 0 && out[i] < out[i-1]) {
+			return nil, fmt.Errorf("offset %d (%d) is negative or decreasing", i, out[i])
+		}
+	}
+	return out, nil
+}
+
+func validateData(d arrow.ArrayData) error {
+	start, n := int64(d.Offset()), int64(d.Len())
+	if start < 0 || n < 0 {
+		return fmt.Errorf("offset %d length %d", start, n)
+	}
+	end := start + n
+	if d.NullN() > 0 && d.DataType().ID() != arrow.NULL {
+		if err := need(d, 0, (end+7)/8, "validity"); err != nil {
+			return err
+		}
+	}
+	children := d.Children()
+	switch t := d.DataType().(type) {
+	case *arrow.NullType:
+		return nil
+	case *arrow.BooleanType:
+		return need(d, 1, (end+7)/8, "values")
+	case *arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType:
+		w := 4
+		if t.ID() == arrow.LARGE_STRING || t.ID() == arrow.LARGE_BINARY {
+			w = 8
+		}
+		off, err := offsets(d, w)
+		if err != nil {
+			return err
+		}
+		return need(d, 2, off[n], "data")
+	case *arrow.StringViewType, *arrow.BinaryViewType:
+		if err := need(d, 1, end*16, "views"); err != nil {
+			return err
+		}
+		bufs := d.Buffers()
+		views := bufs[1].Bytes()
+		for i := start; i < end; i++ {
+			v := views[i*16:]
+			l := int64(int32(binary.LittleEndian.Uint32(v)))
+			if l < 0 {
+				return fmt.Errorf("view %d has length %d", i, l)
+			}
+			if l <= 12 {
+				continue
+			}
+			b := int64(int32(binary.LittleEndian.Uint32(v[8:])))
+			o := int64(int32(binary.LittleEndian.Uint32(v[12:])))
+			if b < 0 || b+2 >= int64(len(bufs)) || o < 0 || o+l > bufLen(bufs[b+2]) {
+				return fmt.Errorf("view %d points outside its data buffers", i)
+			}
+		}
+		return nil
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
+		w := 4
+		if t.ID() == arrow.LARGE_LIST {
+			w = 8
+		}
+		off, err := offsets(d, w)
+		if err != nil {
+			return err
+		}
+		if len(children) != 1 || int64(children[0].Offset()+children[0].Len()) < off[n] {
+			return fmt.Errorf("list values end before the last offset %d", off[n])
+		}
+		return validateData(children[0])
+	case *arrow.FixedSizeListType:
+		size := int64(t.Len())
+		if len(children) != 1 || size < 0 || int64(children[0].Offset()+children[0].Len()) < end*size {
+			return fmt.Errorf("fixed-size list values shorter than %d x %d", end, size)
+		}
+		return validateData(children[0])
+	case *arrow.StructType:
+		if len(children) != len(t.Fields()) {
+			return fmt.Errorf("struct has %d children, its type %d fields", len(children), len(t.Fields()))
+		}
+		for i, c := range children {
+			if int64(c.Offset()+c.Len()) < end {
+				return fmt.Errorf("struct field %q shorter than the struct", t.Field(i).Name)
+			}
+			if err := validateData(c); err != nil {
+				return fmt.Errorf("struct field %q: %v", t.Field(i).Name, err)
+			}
+		}
+		return nil
+	case *arrow.DictionaryType:
+		iw := int64(t.IndexType.(arrow.FixedWidthDataType).BitWidth() / 8)
+		if err := need(d, 1, end*iw, "indices"); err != nil {
+			return err
+		}
+		dict := d.Dictionary()
+		if dict == nil {
+			return fmt.Errorf("dictionary missing")
+		}
+		if err := validateData(dict); err != nil {
+			return fmt.Errorf("dictionary: %v", err)
+		}
+		size := int64(dict.Len())
+		raw := d.Buffers()[1].Bytes()
+		signed := arrow.IsSignedInteger(t.IndexType.ID())
+		var bits []byte
+		if d.NullN() > 0 {
+			bits = d.Buffers()[0].Bytes()
+		}
+		for i := start; i < end; i++ {
+			if bits != nil && bits[i>>3]>>(i&7)&1 == 0 {
+				continue // a NULL's index is never read
+			}
+			k := readIndex(raw[i*iw:], iw, signed)
+			if k < 0 || k >= size {
+				return fmt.Errorf("index %d of row %d outside the dictionary of %d values", k, i, size)
+			}
+		}
+		return nil
+	case arrow.FixedWidthDataType:
+		return need(d, 1, end*int64(t.BitWidth()/8), "values")
+	}
+	return fmt.Errorf("type %s cannot be checked", d.DataType())
+}
+
+func readIndex(p []byte, w int64, signed bool) int64 {
+	switch w {
+	case 1:
+		if signed {
+			return int64(int8(p[0]))
+		}
+		return int64(p[0])
+	case 2:
+		v := binary.LittleEndian.Uint16(p)
+		if signed {
+			return int64(int16(v))
+		}
+		return int64(v)
+	case 4:
+		v := binary.LittleEndian.Uint32(p)
+		if signed {
+			return int64(int32(v))
+		}
+		return int64(v)
+	}
+	v := binary.LittleEndian.Uint64(p)
+	if !signed && v > 1<<62 {
+		return -1
+	}
+	return int64(v)
+}
