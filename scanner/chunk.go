@@ -19,7 +19,9 @@ type Chunk struct {
 	Offset    int64 // first byte of the chunk in the object
 	Length    int64 // bytes on the wire; -1 means to the end of the object
 	NumRows   int64 // -1 when the catalog does not say
-	Row       int   // position in the catalog, for errors and ordering
+	// DecodedBytes is the chunk's size once decoded, -1 when unknown.
+	DecodedBytes int64
+	Row          int // position in the catalog, for errors and ordering
 }
 
 // ErrBadChunk is wrapped by every error that comes from a chunk's content

@@ -58,9 +58,10 @@ func resolveSource(source string) ([]Chunk, error) {
 			URL:       f,
 			SegmentID: segmentOf(f),
 			ChunkID:   chunkIDOf(f),
-			Length:    -1,
-			NumRows:   -1,
-			Row:       i,
+			Length:       -1,
+			NumRows:      -1,
+			DecodedBytes: -1,
+			Row:          i,
 		}
 	}
 	return chunks, nil

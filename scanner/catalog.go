@@ -1,0 +1,396 @@
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// ErrBadCatalog is wrapped by every error about a catalog's content.
+var ErrBadCatalog = errors.New("bad catalog")
+
+// CatalogError names the catalog and the row an error is about (Row -1: the
+// catalog as a whole).
+type CatalogError struct {
+	Catalog string
+	Row     int
+	Err     error
+}
+
+func (e *CatalogError) Error() string {
+	if e.Row < 0 {
+		return fmt.Sprintf("remote_segments: catalog %s: %v", e.Catalog, e.Err)
+	}
+	return fmt.Sprintf("remote_segments: catalog %s row %d: %v", e.Catalog, e.Row, e.Err)
+}
+
+func (e *CatalogError) Unwrap() error { return e.Err }
+
+// The catalog's columns. url is required, the others optional.
+const (
+	colURL          = "url"
+	colSegmentID    = "segment_id"
+	colChunkID      = "chunk_id"
+	colOffset       = "offset"
+	colLength       = "length"
+	colNumRows      = "num_rows"
+	colDecodedBytes = "decoded_bytes"
+)
+
+// CatalogFormat is the encoding of a catalog file.
+type CatalogFormat int
+
+const (
+	CatalogParquet CatalogFormat = iota + 1
+	CatalogCSV
+	CatalogJSON
+)
+
+// catalogFormatOf tells a catalog by its name, or returns 0 for a name that
+// is not a catalog (a chunk, glob or prefix).
+func catalogFormatOf(name string) CatalogFormat {
+	switch strings.ToLower(path.Ext(strings.TrimRight(name, "/"))) {
+	case ".parquet":
+		return CatalogParquet
+	case ".csv":
+		return CatalogCSV
+	case ".json", ".jsonl", ".ndjson":
+		return CatalogJSON
+	}
+	return 0
+}
+
+// Row is one catalog row before it becomes a Chunk: field name to value
+// (string, integer or float types, or nil).
+type Row map[string]any
+
+// ParseCatalog decodes a catalog file and resolves its rows against base
+// (the catalog's own URL or path). Every error is a *CatalogError.
+func ParseCatalog(data []byte, format CatalogFormat, base string) ([]Chunk, error) {
+	var rows []Row
+	var err error
+	switch format {
+	case CatalogParquet:
+		rows, err = parquetRows(data)
+	case CatalogCSV:
+		rows, err = csvRows(data)
+	case CatalogJSON:
+		rows, err = jsonRows(data)
+	default:
+		err = fmt.Errorf("unknown catalog format %d", format)
+	}
+	if err != nil {
+		var ce *CatalogError
+		if errors.As(err, &ce) {
+			ce.Catalog = base
+			return nil, ce
+		}
+		return nil, &CatalogError{Catalog: base, Row: -1, Err: fmt.Errorf("%w: %v", ErrBadCatalog, err)}
+	}
+	return ChunksFromRows(rows, base, base)
+}
+
+// ChunksFromRows turns catalog rows into chunks; relative URLs resolve
+// against base ("" means they must be absolute). name names the catalog in
+// errors.
+func ChunksFromRows(rows []Row, base, name string) ([]Chunk, error) {
+	if len(rows) == 0 {
+		return nil, &CatalogError{Catalog: name, Row: -1, Err: fmt.Errorf("%w: the catalog has no rows", ErrNoChunks)}
+	}
+	out := make([]Chunk, len(rows))
+	for i, r := range rows {
+		c, err := chunkFromRow(r, base)
+		if err != nil {
+			return nil, &CatalogError{Catalog: name, Row: i, Err: fmt.Errorf("%w: %v", ErrBadCatalog, err)}
+		}
+		c.Row = i
+		out[i] = c
+	}
+	return out, nil
+}
+
+func chunkFromRow(r Row, base string) (Chunk, error) {
+	c := Chunk{Length: -1, NumRows: -1, DecodedBytes: -1}
+	u, ok := r[colURL]
+	if !ok || u == nil {
+		return c, fmt.Errorf("no %q", colURL)
+	}
+	s, ok := u.(string)
+	if !ok {
+		return c, fmt.Errorf("%q is %T, not a string", colURL, u)
+	}
+	if strings.TrimSpace(s) == "" {
+		return c, fmt.Errorf("%q is empty", colURL)
+	}
+	var err error
+	if c.URL, err = resolveURL(base, s); err != nil {
+		return c, err
+	}
+	c.SegmentID, err = textField(r, colSegmentID, segmentOf(c.URL))
+	if err != nil {
+		return c, err
+	}
+	c.ChunkID, err = textField(r, colChunkID, chunkIDOf(c.URL))
+	if err != nil {
+		return c, err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+		def  int64
+	}{{colOffset, &c.Offset, 0}, {colLength, &c.Length, -1}, {colNumRows, &c.NumRows, -1}, {colDecodedBytes, &c.DecodedBytes, -1}} {
+		if *f.dst, err = intField(r, f.name, f.def); err != nil {
+			return c, err
+		}
+	}
+	if c.Length == 0 {
+		return c, fmt.Errorf("%q is 0: a chunk has at least one byte", colLength)
+	}
+	return c, nil
+}
+
+func textField(r Row, name, def string) (string, error) {
+	v, ok := r[name]
+	if !ok || v == nil {
+		return def, nil
+	}
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case uint64:
+		return strconv.FormatUint(v, 10), nil
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return strconv.FormatInt(int64(v), 10), nil
+		}
+	}
+	return "", fmt.Errorf("%q is %v (%T), not a string or an integer", name, v, v)
+}
+
+func intField(r Row, name string, def int64) (int64, error) {
+	v, ok := r[name]
+	if !ok || v == nil {
+		return def, nil
+	}
+	var n int64
+	switch v := v.(type) {
+	case int64:
+		n = v
+	case uint64:
+		if v > math.MaxInt64 {
+			return 0, fmt.Errorf("%q is %d, too large", name, v)
+		}
+		n = int64(v)
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
+			return 0, fmt.Errorf("%q is %v, not an integer", name, v)
+		}
+		n = int64(v)
+	case string:
+		var err error
+		if n, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			return 0, fmt.Errorf("%q is %q, not an integer", name, v)
+		}
+	default:
+		return 0, fmt.Errorf("%q is %T, not an integer", name, v)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%q is %d, negative", name, n)
+	}
+	return n, nil
+}
+
+// resolveURL resolves ref (absolute URL, absolute path or relative) against
+// base, the catalog's location.
+func resolveURL(base, ref string) (string, error) {
+	if strings.Contains(ref, "://") {
+		if _, err := url.Parse(ref); err != nil {
+			return "", fmt.Errorf("url %q: %v", ref, err)
+		}
+		return ref, nil
+	}
+	if base == "" {
+		if filepath.IsAbs(ref) {
+			return ref, nil
+		}
+		return "", fmt.Errorf("url %q is relative and there is no catalog file to resolve it against", ref)
+	}
+	if strings.Contains(base, "://") {
+		b, err := url.Parse(base)
+		if err != nil {
+			return "", fmt.Errorf("catalog url %q: %v", base, err)
+		}
+		r, err := url.Parse(ref)
+		if err != nil {
+			return "", fmt.Errorf("url %q: %v", ref, err)
+		}
+		return b.ResolveReference(r).String(), nil
+	}
+	if filepath.IsAbs(ref) {
+		return ref, nil
+	}
+	return filepath.Join(filepath.Dir(base), ref), nil
+}
+
+func csvRows(data []byte) ([]Row, error) {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = -1
+	header, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("CSV header: %v", err)
+	}
+	for i := range header {
+		header[i] = strings.TrimSpace(strings.TrimPrefix(header[i], "\ufeff"))
+	}
+	var rows []Row
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, &CatalogError{Row: len(rows), Err: fmt.Errorf("%w: CSV: %v", ErrBadCatalog, err)}
+		}
+		row := Row{}
+		for i, v := range rec {
+			if i < len(header) && v != "" {
+				row[header[i]] = v
+			}
+		}
+		rows = append(rows, row)
+	}
+}
+
+// jsonRows reads one array of objects, or one object per line.
+func jsonRows(data []byte) ([]Row, error) {
+	trimmed := bytes.TrimSpace(data)
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	var raw []map[string]any
+	if bytes.HasPrefix(trimmed, []byte("[")) {
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("JSON: %v", err)
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("JSON: data after the array")
+		}
+	} else {
+		for dec.More() {
+			var m map[string]any
+			if err := dec.Decode(&m); err != nil {
+				return nil, &CatalogError{Row: len(raw), Err: fmt.Errorf("%w: JSON: %v", ErrBadCatalog, err)}
+			}
+			raw = append(raw, m)
+		}
+	}
+	rows := make([]Row, len(raw))
+	for i, m := range raw {
+		if m == nil {
+			return nil, &CatalogError{Row: i, Err: fmt.Errorf("%w: JSON: not an object", ErrBadCatalog)}
+		}
+		row := Row{}
+		for k, v := range m {
+			if n, ok := v.(json.Number); ok {
+				if iv, err := n.Int64(); err == nil {
+					v = iv
+				} else if fv, err := n.Float64(); err == nil {
+					v = fv
+				}
+			}
+			row[k] = v
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+func parquetRows(data []byte) (rows []Row, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rows, err = nil, fmt.Errorf("Parquet: %v", r)
+		}
+	}()
+	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(data), parquet.NewReaderProperties(memory.DefaultAllocator),
+		pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("Parquet: %v", err)
+	}
+	defer tbl.Release()
+	rows = make([]Row, tbl.NumRows())
+	for i := range rows {
+		rows[i] = Row{}
+	}
+	for c := 0; c < int(tbl.NumCols()); c++ {
+		col := tbl.Column(c)
+		name := col.Name()
+		i := 0
+		for _, chunk := range col.Data().Chunks() {
+			for j := 0; j < chunk.Len(); j++ {
+				if v := arrowValue(chunk, j); v != nil {
+					rows[i][name] = v
+				}
+				i++
+			}
+		}
+	}
+	return rows, nil
+}
+
+// arrowValue is element j of a as a catalog value: string, int64, uint64,
+// float64, or nil for NULL and for types a catalog does not use.
+func arrowValue(a arrow.Array, j int) any {
+	if a.IsNull(j) {
+		return nil
+	}
+	switch a := a.(type) {
+	case *array.String:
+		return a.Value(j)
+	case *array.LargeString:
+		return a.Value(j)
+	case *array.StringView:
+		return a.Value(j)
+	case *array.Binary:
+		return string(a.Value(j))
+	case *array.Int8:
+		return int64(a.Value(j))
+	case *array.Int16:
+		return int64(a.Value(j))
+	case *array.Int32:
+		return int64(a.Value(j))
+	case *array.Int64:
+		return a.Value(j)
+	case *array.Uint8:
+		return int64(a.Value(j))
+	case *array.Uint16:
+		return int64(a.Value(j))
+	case *array.Uint32:
+		return int64(a.Value(j))
+	case *array.Uint64:
+		return a.Value(j)
+	case *array.Float32:
+		return float64(a.Value(j))
+	case *array.Float64:
+		return a.Value(j)
+	case *array.Dictionary:
+		return arrowValue(a.Dictionary(), a.GetValueIndex(j))
+	}
+	return fmt.Sprintf("unsupported %s", a.DataType())
+}

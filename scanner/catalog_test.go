@@ -1,0 +1,158 @@
+package scanner
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+func TestParseCatalog(t *testing.T) {
+	tests := []struct {
+		name    string
+		format  CatalogFormat
+		base    string
+		data    string
+		want    []Chunk
+		wantErr string
+	}{
+		{
+			name: "csv relative and absolute", format: CatalogCSV, base: "/data/ds/catalog.csv",
+			data: "url,segment_id,chunk_id,offset,length,num_rows\nseg1/a.arrow,s1,c0,0,100,10\n/abs/b.arrow,,,,,\nhttps://h/x/c.arrow,7,,8,9,\n",
+			want: []Chunk{
+				{URL: "/data/ds/seg1/a.arrow", SegmentID: "s1", ChunkID: "c0", Offset: 0, Length: 100, NumRows: 10, DecodedBytes: -1, Row: 0},
+				{URL: "/abs/b.arrow", SegmentID: "abs", ChunkID: "b", Length: -1, NumRows: -1, DecodedBytes: -1, Row: 1},
+				{URL: "https://h/x/c.arrow", SegmentID: "7", ChunkID: "c", Offset: 8, Length: 9, NumRows: -1, DecodedBytes: -1, Row: 2},
+			},
+		},
+		{
+			name: "json array against an s3 catalog", format: CatalogJSON, base: "s3://bkt/ds/catalog.json",
+			data: `[{"url": "segment=3/a.arrow", "num_rows": 5, "decoded_bytes": 1000}, {"url": "../b.arrow", "segment_id": 12, "chunk_id": 4}]`,
+			want: []Chunk{
+				{URL: "s3://bkt/ds/segment=3/a.arrow", SegmentID: "3", ChunkID: "a", Length: -1, NumRows: 5, DecodedBytes: 1000, Row: 0},
+				{URL: "s3://bkt/b.arrow", SegmentID: "12", ChunkID: "4", Length: -1, NumRows: -1, DecodedBytes: -1, Row: 1},
+			},
+		},
+		{
+			name: "json lines", format: CatalogJSON, base: "/c.jsonl",
+			data: "{\"url\": \"/x/a.arrow\"}\n{\"url\": \"/x/b.arrow\", \"length\": 3}\n",
+			want: []Chunk{
+				{URL: "/x/a.arrow", SegmentID: "x", ChunkID: "a", Length: -1, NumRows: -1, DecodedBytes: -1, Row: 0},
+				{URL: "/x/b.arrow", SegmentID: "x", ChunkID: "b", Length: 3, NumRows: -1, DecodedBytes: -1, Row: 1},
+			},
+		},
+		{name: "empty url", format: CatalogCSV, base: "/c.csv", data: "url\n/a.arrow\n \n", wantErr: `catalog /c.csv row 1: bad catalog: "url" is empty`},
+		{name: "no url column", format: CatalogCSV, base: "/c.csv", data: "path\n/a.arrow\n", wantErr: `row 0: bad catalog: no "url"`},
+		{name: "negative offset", format: CatalogJSON, base: "/c.json", data: `[{"url":"/a","offset":-1}]`, wantErr: `row 0: bad catalog: "offset" is -1, negative`},
+		{name: "not an integer", format: CatalogCSV, base: "/c.csv", data: "url,length\n/a,ten\n", wantErr: `row 0: bad catalog: "length" is "ten", not an integer`},
+		{name: "zero length", format: CatalogCSV, base: "/c.csv", data: "url,length\n/a,0\n", wantErr: `"length" is 0`},
+		{name: "fractional", format: CatalogJSON, base: "/c.json", data: `[{"url":"/a","num_rows":1.5}]`, wantErr: `"num_rows" is 1.5, not an integer`},
+		{name: "bad json", format: CatalogJSON, base: "/c.json", data: `[{"url":`, wantErr: "catalog /c.json: bad catalog: JSON"},
+		{name: "json not objects", format: CatalogJSON, base: "/c.json", data: `{"url":"/a"} 7`, wantErr: "row 1: bad catalog: JSON"},
+		{name: "ragged csv", format: CatalogCSV, base: "/c.csv", data: "url\n\"/a\n", wantErr: "row 0: bad catalog: CSV"},
+		{name: "no rows", format: CatalogCSV, base: "/c.csv", data: "url\n", wantErr: "catalog /c.csv: no chunks: the catalog has no rows"},
+		{name: "relative without base", format: CatalogJSON, base: "", data: `[{"url":"a.arrow"}]`, wantErr: "is relative"},
+		{name: "not parquet", format: CatalogParquet, base: "/c.parquet", data: "PAR1 nope", wantErr: "catalog /c.parquet: bad catalog: Parquet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseCatalog([]byte(tt.data), tt.format, tt.base)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				var ce *CatalogError
+				if !errors.As(err, &ce) {
+					t.Fatalf("err %T is not a *CatalogError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d chunks, want %d: %+v", len(got), len(tt.want), got)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("chunk %d = %+v\nwant %+v", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// parquetCatalog writes a Parquet catalog with integer columns of several
+// widths, as DuckDB's COPY would.
+func parquetCatalog(t testing.TB) []byte {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "url", Type: arrow.BinaryTypes.String},
+		{Name: "segment_id", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "length", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+		{Name: "num_rows", Type: arrow.PrimitiveTypes.Int16, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"a.arrow", "sub/b.arrow"}, nil)
+	b.Field(1).(*array.Int32Builder).AppendValues([]int32{1, 2}, nil)
+	b.Field(2).(*array.Uint64Builder).AppendValues([]uint64{10, 0}, []bool{true, false})
+	b.Field(3).(*array.Int16Builder).AppendValues([]int16{3, 4}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(schema, &buf, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestParseCatalogParquet(t *testing.T) {
+	got, err := ParseCatalog(parquetCatalog(t), CatalogParquet, "file:///ds/cat.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Chunk{
+		{URL: "file:///ds/a.arrow", SegmentID: "1", ChunkID: "a", Length: 10, NumRows: 3, DecodedBytes: -1, Row: 0},
+		{URL: "file:///ds/sub/b.arrow", SegmentID: "2", ChunkID: "b", Length: -1, NumRows: 4, DecodedBytes: -1, Row: 1},
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("chunk %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// FuzzParseCatalog: any input is chunks or a *CatalogError, never a panic.
+func FuzzParseCatalog(f *testing.F) {
+	f.Add([]byte("url,segment_id,offset,length\na.arrow,1,0,10\n"), uint8(CatalogCSV))
+	f.Add([]byte(`[{"url":"a.arrow","num_rows":3,"chunk_id":7}]`), uint8(CatalogJSON))
+	f.Add([]byte("{\"url\":\"s3://b/a\"}\n{\"url\":\"b\"}\n"), uint8(CatalogJSON))
+	f.Add(parquetCatalog(f), uint8(CatalogParquet))
+	f.Fuzz(func(t *testing.T, data []byte, format uint8) {
+		chunks, err := ParseCatalog(data, CatalogFormat(format%3+1), "/base/catalog")
+		if err != nil {
+			var ce *CatalogError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err %T (%v) is not a *CatalogError", err, err)
+			}
+			return
+		}
+		for i, c := range chunks {
+			if c.URL == "" || c.Row != i || c.Offset < 0 || c.Length == 0 || c.Length < -1 {
+				t.Fatalf("chunk %d = %+v", i, c)
+			}
+		}
+	})
+}
