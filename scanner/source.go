@@ -55,9 +55,9 @@ func resolveSource(source string) ([]Chunk, error) {
 	chunks := make([]Chunk, len(files))
 	for i, f := range files {
 		chunks[i] = Chunk{
-			URL:       f,
-			SegmentID: segmentOf(f),
-			ChunkID:   chunkIDOf(f),
+			URL:          f,
+			SegmentID:    segmentOf(f),
+			ChunkID:      chunkIDOf(f),
 			Length:       -1,
 			NumRows:      -1,
 			DecodedBytes: -1,
