@@ -1,0 +1,736 @@
+// The correction model: estimate now, correct later.
+//
+// A scan cannot know how many decoded bytes a chunk will occupy until it has
+// fetched and decoded it, yet it must take the memory before the fetch, or the
+// budget only meters what is already live. So every chunk goes through three
+// steps:
+//
+//  1. Reserve(wire) before the fetch charges wire × multiplier bytes, where
+//     multiplier is the decoded/wire ratio learned so far. It blocks, in FIFO
+//     order, while the budget is full.
+//  2. Commit(actual) after the decode replaces the estimate by the measured
+//     size: a shortfall is charged at once without blocking (the bytes already
+//     exist; blocking could wedge the pipeline), a surplus is refunded and may
+//     admit waiters. The ratio actual/wire is clamped into [min, max] and
+//     smoothed into the multiplier with an exponential moving average:
+//     multiplier += alpha × (ratio − multiplier).
+//  3. Release(n), as DuckDB consumes each vector, gives the bytes back piece
+//     by piece; Close gives back whatever is left and is what every error,
+//     cancel and early-exit path calls.
+//
+// In use can exceed the cap in three ways only: a Commit that grows (counted
+// in Stats.Overcommits), SetCap shrinking below what is held, and an oversize
+// admit: a request larger than the whole cap is admitted when it is at the
+// head of the queue and nothing else is held (counted in
+// Stats.OversizeAdmits), so the budget never wedges. With a parent, every
+// rule holds at each level separately.
+
+// Package budget provides a FIFO byte semaphore that bounds the decoded bytes
+// a scan holds, from before each fetch until the consumer has used them.
+package budget
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// Defaults of the decoded/wire ratio estimate; see WithMultiplier,
+// WithAlpha and WithMultiplierBounds.
+const (
+	// DefaultMultiplier is the decoded/wire ratio assumed before any Commit.
+	DefaultMultiplier = 1.5
+	// DefaultAlpha is the EMA smoothing constant: the weight of the newest
+	// observed ratio.
+	DefaultAlpha = 0.2
+	// DefaultMinMultiplier and DefaultMaxMultiplier clamp observed ratios and
+	// the multiplier.
+	DefaultMinMultiplier = 1.0
+	DefaultMaxMultiplier = 3.0
+)
+
+// maxBytes bounds every size passed in, so that sums of a few of them cannot
+// overflow int64. It is 64 PiB; anything near it is a bug in the caller.
+const maxBytes = 1 << 56
+
+// Option configures a Budget in New (functional options; the defaults are the
+// Default constants and no parent).
+type Option func(*options)
+
+type options struct {
+	parent           *Budget
+	multiplier       float64
+	alpha            float64
+	minMult, maxMult float64
+}
+
+// WithParent makes the budget draw every byte from parent as well: a request
+// is granted only when both the budget and parent (and parent's own parents)
+// can grant it, in FIFO order at each level. Use it to let concurrent queries
+// share one process-wide ceiling. A nil parent means none.
+func WithParent(parent *Budget) Option {
+	return func(o *options) { o.parent = parent }
+}
+
+// WithMultiplier sets the decoded/wire ratio assumed before the first Commit
+// (default DefaultMultiplier). It is clamped into the multiplier bounds.
+// It panics if m is not a positive finite number.
+func WithMultiplier(m float64) Option {
+	if !(m > 0) || math.IsInf(m, 0) {
+		panic("budget: multiplier must be positive and finite")
+	}
+	return func(o *options) { o.multiplier = m }
+}
+
+// WithAlpha sets the EMA smoothing constant (default DefaultAlpha); 0 freezes
+// the multiplier, 1 uses only the latest ratio. It panics if alpha is outside
+// [0, 1].
+func WithAlpha(alpha float64) Option {
+	if !(alpha >= 0 && alpha <= 1) {
+		panic("budget: alpha must be in [0, 1]")
+	}
+	return func(o *options) { o.alpha = alpha }
+}
+
+// WithMultiplierBounds sets the clamp of observed ratios and of the multiplier
+// (default [DefaultMinMultiplier, DefaultMaxMultiplier]). It panics unless
+// 0 < lo <= hi and both are finite.
+func WithMultiplierBounds(lo, hi float64) Option {
+	if !(lo > 0 && lo <= hi) || math.IsInf(hi, 0) {
+		panic("budget: multiplier bounds must satisfy 0 < lo <= hi")
+	}
+	return func(o *options) { o.minMult, o.maxMult = lo, hi }
+}
+
+// Budget is a byte semaphore with FIFO admission, leases that are corrected
+// after the fact, a learned decoded/wire ratio and telemetry. All methods are
+// safe for concurrent use. Create it with New; the zero Budget is not usable.
+type Budget struct {
+	parent           *Budget // immutable
+	alpha            float64 // immutable
+	minMult, maxMult float64 // immutable
+
+	mu sync.Mutex
+
+	// Guarded by mu. For a parent, these count the requests of all its
+	// children too.
+	//
+	// INVARIANT: inUse == reserved + grown - refunded - released.
+	// INVARIANT: after every operation, the head of queue (if any) cannot be
+	// admitted: a waiter never stays parked while it could be granted.
+	// INVARIANT: a grant leaves inUse <= capacity, except an oversize grant,
+	// which finds inUse == 0. Only Commit growth and SetCap shrinking can
+	// otherwise leave inUse above capacity.
+	capacity int64
+	inUse    int64
+	peak     int64
+	queue    waitQueue
+
+	// Totals; see Stats.
+	reserved, committed, grown, refunded, released int64
+	releases, oversizeAdmits, overcommits          int64
+
+	// Guarded by mu; these belong to the budget a request was made on and
+	// are not propagated to parents.
+	mult               float64
+	waits, cancels     int64
+	totalWait, maxWait time.Duration
+	spare              []Lease // see newLeaseLocked
+}
+
+// New returns a budget that admits up to capacity bytes at once. It panics
+// if capacity is negative. A zero capacity is valid: every request is then
+// oversize and is admitted alone.
+func New(capacity int64, opts ...Option) *Budget {
+	if capacity < 0 {
+		panic("budget: negative capacity")
+	}
+	o := options{
+		multiplier: DefaultMultiplier,
+		alpha:      DefaultAlpha,
+		minMult:    DefaultMinMultiplier,
+		maxMult:    DefaultMaxMultiplier,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Budget{
+		parent:   o.parent,
+		alpha:    o.alpha,
+		minMult:  o.minMult,
+		maxMult:  o.maxMult,
+		capacity: capacity,
+		mult:     min(max(o.multiplier, o.minMult), o.maxMult),
+	}
+}
+
+// lock locks b and then each of its ancestors. Locks are always taken from
+// the leaf towards the root and a parent never locks a child, so budgets
+// sharing a parent cannot deadlock each other.
+func (b *Budget) lock() {
+	b.mu.Lock()
+	if b.parent != nil {
+		b.parent.lockChain()
+	}
+}
+
+func (b *Budget) unlock() {
+	b.mu.Unlock()
+	if b.parent != nil {
+		b.parent.unlockChain()
+	}
+}
+
+// lockChain and unlockChain are the loops of lock and unlock, kept apart so
+// that the common case, a budget without parent, inlines.
+func (b *Budget) lockChain() {
+	for l := b; l != nil; l = l.parent {
+		l.mu.Lock()
+	}
+}
+
+func (b *Budget) unlockChain() {
+	for l := b; l != nil; l = l.parent {
+		l.mu.Unlock()
+	}
+}
+
+// Reserve blocks until it can charge wire × multiplier bytes (rounded up) to
+// b and all its parents, and returns the lease that holds them. Requests are
+// granted in arrival order: a request never jumps one that waits, even if it
+// would fit, so a large request is not starved by a stream of small ones.
+// A request larger than the cap is granted once it is first in line and
+// nothing else is held (an oversize admit).
+//
+// On success the caller owns the lease and must Close it. On failure, returns
+// ctx.Err() and leaves the budget unchanged: nothing held, nothing queued.
+// (Counters record the attempt: Cancels and the wait times, and, with a
+// parent, the totals and Peak of the levels the request had already passed.)
+// If ctx is already done, Reserve fails even when the bytes are free. It panics if wire is negative or absurdly large (above 64 PiB).
+func (b *Budget) Reserve(ctx context.Context, wire int64) (*Lease, error) {
+	checkWire(wire)
+	done := ctx.Done()
+
+	b.lock()
+	select {
+	case <-done:
+		// ctx being done happened before the call took the lock; prefer to
+		// fail, as x/sync/semaphore does.
+		b.cancels++
+		b.unlock()
+		return nil, ctx.Err()
+	default:
+	}
+	n := reservation(wire, b.mult)
+	stop := b.blockedLevelLocked(n)
+	b.grantBelowLocked(stop, n)
+	if stop == nil {
+		l := b.newLeaseLocked(wire, n)
+		b.unlock()
+		return l, nil
+	}
+
+	// Levels below stop have already granted n (the request passed them);
+	// it now waits in stop's queue and moves up as each level grants it.
+	ready := make(chan struct{})
+	w := &waiter{n: n, at: stop, ready: ready}
+	stop.queue.pushBack(w)
+	b.waits++
+	start := time.Now()
+	b.unlock()
+
+	select {
+	case <-done:
+		b.lock()
+		if w.at == nil {
+			// The grant raced with the cancel and won: give the bytes back
+			// and let the next waiters in (TestReserveCancelGrantRace).
+			b.giveBackLocked(nil, n)
+		} else {
+			// Still queued at w.at: leave the queue and give back what the
+			// levels below it granted. If w was the head, the requests behind
+			// it may now fit; notify wakes them.
+			w.at.queue.remove(w)
+			b.giveBackLocked(w.at, n)
+		}
+		b.noteWaitLocked(start, true /* cancelled */)
+		b.notifyLocked()
+		b.unlock()
+		return nil, ctx.Err()
+
+	case <-ready:
+		select {
+		case <-done:
+			// Granted, but ctx is done too; fail, as the cancel may have
+			// happened first.
+			b.lock()
+			b.giveBackLocked(nil, n)
+			b.noteWaitLocked(start, true /* cancelled */)
+			b.notifyLocked()
+			b.unlock()
+			return nil, ctx.Err()
+		default:
+		}
+		b.mu.Lock()
+		b.noteWaitLocked(start, false /* cancelled */)
+		l := b.newLeaseLocked(wire, n)
+		b.mu.Unlock()
+		return l, nil
+	}
+}
+
+// TryReserve charges wire × multiplier bytes without blocking, under the same
+// rules as Reserve. It fails when anyone is waiting at b or a parent (FIFO:
+// it may not jump the queue) or when the bytes are not free. On failure it
+// returns nil, false and leaves the budget unchanged. It panics like Reserve.
+func (b *Budget) TryReserve(wire int64) (*Lease, bool) {
+	checkWire(wire)
+	b.lock()
+	n := reservation(wire, b.mult)
+	if b.blockedLevelLocked(n) != nil {
+		b.unlock()
+		return nil, false
+	}
+	b.grantBelowLocked(nil, n)
+	l := b.newLeaseLocked(wire, n)
+	b.unlock()
+	return l, true
+}
+
+// SetCap changes the capacity of b. Growing it admits waiters that now fit;
+// shrinking it never revokes granted bytes, so in use may stay above the new
+// cap until leases give bytes back. It panics if capacity is negative.
+func (b *Budget) SetCap(capacity int64) {
+	if capacity < 0 {
+		panic("budget: negative capacity")
+	}
+	b.lock()
+	b.capacity = capacity
+	b.notifyLocked()
+	b.unlock()
+}
+
+func checkWire(wire int64) {
+	if wire < 0 {
+		panic("budget: negative wire size")
+	}
+	if wire > maxBytes {
+		panic("budget: wire size out of range")
+	}
+}
+
+// reservation is the estimate for wire bytes: ⌈wire × m⌉, at most maxBytes.
+func reservation(wire int64, m float64) int64 {
+	r := math.Ceil(float64(wire) * m)
+	if r >= maxBytes {
+		return maxBytes
+	}
+	return int64(r)
+}
+
+// fitsLocked reports whether a request of n bytes that is first in line at b
+// may be granted now, and whether that grant is an oversize admit.
+func (b *Budget) fitsLocked(n int64) (ok, oversize bool) {
+	if n <= b.capacity-b.inUse {
+		return true, false
+	}
+	if n > b.capacity && b.inUse == 0 {
+		// Never wedge: a request larger than the cap could otherwise never be
+		// granted. Admit it alone.
+		return true, true
+	}
+	return false, false
+}
+
+// blockedLevelLocked returns the first of b and its ancestors at which a new
+// request of n bytes must wait, or nil if every level grants it now. A level
+// with waiters blocks even if n would fit: letting a small request pass a
+// waiting large one could starve the large one forever.
+func (b *Budget) blockedLevelLocked(n int64) *Budget {
+	for l := b; l != nil; l = l.parent {
+		if l.queue.len > 0 {
+			return l
+		}
+		if ok, _ := l.fitsLocked(n); !ok {
+			return l
+		}
+	}
+	return nil
+}
+
+// grantBelowLocked grants n bytes at b and each ancestor below stop (all of
+// them if stop is nil). The caller has checked that each of them fits.
+func (b *Budget) grantBelowLocked(stop *Budget, n int64) {
+	for l := b; l != stop; l = l.parent {
+		_, oversize := l.fitsLocked(n)
+		l.grantLocked(n, oversize)
+	}
+}
+
+// testHookGrant, if set by a test, sees every grant right after it is made,
+// with the level's lock held.
+var testHookGrant func(l *Budget, n int64, oversize bool)
+
+func (b *Budget) grantLocked(n int64, oversize bool) {
+	b.inUse += n
+	b.reserved += n
+	if b.inUse > b.peak {
+		b.peak = b.inUse
+	}
+	if oversize {
+		b.oversizeAdmits++
+	}
+	if testHookGrant != nil {
+		testHookGrant(b, n, oversize)
+	}
+}
+
+// giveBackLocked returns n bytes to b and each ancestor below stop (all of
+// them if stop is nil). The caller runs notifyLocked afterwards.
+func (b *Budget) giveBackLocked(stop *Budget, n int64) {
+	for l := b; l != stop; l = l.parent {
+		l.inUse -= n
+		l.released += n
+	}
+}
+
+// notifyLocked admits the waiters that now fit, at b and then at each
+// ancestor. A waiter granted at one level joins the back of its parent's
+// queue, so the parent sees requests in the order its children granted them.
+func (b *Budget) notifyLocked() {
+	for l := b; l != nil; l = l.parent {
+		l.admitWaitersLocked()
+	}
+}
+
+// admitWaitersLocked grants waiters from the front of b's queue while they
+// fit. It stops at the first one that does not, even if a later, smaller one
+// would fit: under steady load of small requests a large one would starve.
+// The caller holds the locks of b and of its ancestors.
+func (b *Budget) admitWaitersLocked() {
+	for w := b.queue.head; w != nil; w = b.queue.head {
+		ok, oversize := b.fitsLocked(w.n)
+		if !ok {
+			return
+		}
+		b.queue.remove(w)
+		b.grantLocked(w.n, oversize)
+		if b.parent == nil {
+			w.at = nil
+			close(w.ready)
+			continue
+		}
+		w.at = b.parent
+		b.parent.queue.pushBack(w)
+	}
+}
+
+// noteWaitLocked records a finished wait on the budget the request was made
+// on. Only b.mu need be held.
+func (b *Budget) noteWaitLocked(start time.Time, cancelled bool) {
+	d := time.Since(start)
+	b.totalWait += d
+	b.maxWait = max(b.maxWait, d)
+	if cancelled {
+		b.cancels++
+	}
+}
+
+// observeLocked folds one observed decoded/wire ratio into the multiplier.
+func (b *Budget) observeLocked(ratio float64) {
+	ratio = min(max(ratio, b.minMult), b.maxMult)
+	// The explicit conversion forbids a fused multiply-add, so the result is
+	// bit-for-bit the same on every platform.
+	m := b.mult + float64(b.alpha*(ratio-b.mult))
+	b.mult = min(max(m, b.minMult), b.maxMult)
+}
+
+// leaseBatch is how many leases newLeaseLocked allocates at once.
+const leaseBatch = 64
+
+// newLeaseLocked returns a new lease of n bytes for wire bytes. Reserve is on
+// the per-chunk hot path and one allocation per lease was a third of its cost,
+// so leases are carved out of batches. A lease is never reused (a closed one
+// stays dead); a live lease keeps its batch, about 3 KiB, reachable.
+func (b *Budget) newLeaseLocked(wire, n int64) *Lease {
+	if len(b.spare) == 0 {
+		b.spare = make([]Lease, leaseBatch)
+	}
+	l := &b.spare[0]
+	b.spare = b.spare[1:]
+	*l = Lease{b: b, wire: wire, size: n, held: n}
+	return l
+}
+
+// Lease is the bytes one chunk holds in a Budget, from Reserve until Close.
+// Its methods may be called from different goroutines: each takes the
+// budget's lock, so a Commit happens before any Release or Close that
+// follows it in time, with no further synchronization by the caller.
+type Lease struct {
+	b    *Budget
+	wire int64
+
+	// Guarded by b.mu.
+	//
+	// INVARIANT: 0 <= held <= size; held == 0 once closed.
+	size      int64 // bytes charged in total: the reservation, then the committed size
+	held      int64 // size minus the bytes given back so far
+	committed bool
+	closed    bool
+}
+
+// Commit replaces the lease's estimate by the measured decoded size actual
+// and feeds actual/wire into the budget's multiplier (skipped if wire was 0).
+// A larger actual is charged at once, never blocking, even if that pushes the
+// budget (or a parent) above its cap (counted in Stats.Overcommits); a smaller
+// one is refunded and may admit waiters. Bytes already released stay released.
+//
+// Commit may be called at most once, and not after Close; it panics then, if
+// actual is negative, or if actual is less than the bytes already released.
+func (l *Lease) Commit(actual int64) {
+	if l == nil {
+		panic("budget: Commit on nil lease")
+	}
+	if actual < 0 || actual > maxBytes {
+		panic("budget: commit size out of range")
+	}
+	b := l.b
+	b.lock()
+	switch {
+	case l.closed:
+		b.unlock()
+		panic("budget: Commit on closed lease")
+	case l.committed:
+		b.unlock()
+		panic("budget: Commit called twice")
+	case l.held+actual-l.size < 0:
+		b.unlock()
+		panic("budget: commit below bytes already released")
+	}
+	delta := actual - l.size
+	l.committed = true
+	l.size = actual
+	l.held += delta
+	for lv := b; lv != nil; lv = lv.parent {
+		lv.committed += actual
+		lv.inUse += delta
+		switch {
+		case delta > 0:
+			lv.grown += delta
+			lv.peak = max(lv.peak, lv.inUse)
+			if lv.inUse > lv.capacity {
+				lv.overcommits++
+			}
+		case delta < 0:
+			lv.refunded -= delta
+		}
+	}
+	if l.wire > 0 {
+		b.observeLocked(float64(actual) / float64(l.wire))
+	}
+	if delta < 0 {
+		b.notifyLocked()
+	}
+	b.unlock()
+}
+
+// Release gives n of the lease's bytes back, as the consumer is done with
+// them, and admits waiters that now fit. Releasing 0 is a no-op. It panics if
+// n is negative, more than the lease holds, or the lease is closed.
+func (l *Lease) Release(n int64) {
+	if l == nil {
+		panic("budget: Release on nil lease")
+	}
+	if n < 0 {
+		panic("budget: negative release")
+	}
+	b := l.b
+	b.lock()
+	if l.closed {
+		b.unlock()
+		panic("budget: Release on closed lease")
+	}
+	if n > l.held {
+		b.unlock()
+		panic("budget: released more than held")
+	}
+	if n > 0 {
+		l.held -= n
+		b.releaseLocked(n)
+	}
+	b.unlock()
+}
+
+// Close gives back every byte the lease still holds and ends it; later
+// Release and Commit calls panic. Close is idempotent and safe on a nil
+// lease, so `defer lease.Close()` right after Reserve covers every error,
+// cancel and early-exit path.
+func (l *Lease) Close() {
+	if l == nil {
+		return
+	}
+	b := l.b
+	b.lock()
+	if !l.closed {
+		l.closed = true
+		if n := l.held; n > 0 {
+			l.held = 0
+			b.releaseLocked(n)
+		}
+	}
+	b.unlock()
+}
+
+// releaseLocked gives n > 0 bytes back to b and its parents and admits
+// waiters.
+func (b *Budget) releaseLocked(n int64) {
+	for l := b; l != nil; l = l.parent {
+		l.inUse -= n
+		l.released += n
+		l.releases++
+	}
+	b.notifyLocked()
+}
+
+// Held returns the bytes the lease still holds: its reservation or committed
+// size minus what was released; 0 after Close (and 0 for a nil lease).
+func (l *Lease) Held() int64 {
+	if l == nil {
+		return 0
+	}
+	l.b.mu.Lock()
+	defer l.b.mu.Unlock()
+	return l.held
+}
+
+// Stats is a snapshot of a budget's state and counters. Byte totals of a
+// parent include the requests of its children; Waits, Cancels, TotalWait,
+// MaxWait and Multiplier belong to the budget the requests were made on.
+//
+// INVARIANT: InUse == Reserved + Grown - Refunded - Released.
+type Stats struct {
+	Cap   int64 // capacity in bytes
+	InUse int64 // bytes held now, including requests that passed this level and wait at a parent
+	Peak  int64 // highest InUse seen
+
+	Reserved  int64 // bytes granted by Reserve and TryReserve (estimates)
+	Committed int64 // sum of the actual sizes passed to Commit
+	Grown     int64 // bytes added by commits larger than their estimate
+	Refunded  int64 // bytes returned by commits smaller than their estimate
+	Released  int64 // bytes given back by Release, Close and cancelled requests
+
+	Releases int64 // Release and Close calls that gave bytes back
+	Queued   int   // requests parked in this budget's queue now
+
+	Waits     int64         // Reserve calls that had to wait
+	Cancels   int64         // Reserve calls that returned ctx.Err()
+	TotalWait time.Duration // time spent waiting, summed over Reserve calls
+	MaxWait   time.Duration // longest single wait
+
+	OversizeAdmits int64 // requests larger than Cap admitted alone
+	Overcommits    int64 // commits that left InUse above Cap
+
+	Multiplier float64 // current decoded/wire ratio estimate
+}
+
+// Stats returns a consistent snapshot of b's counters.
+func (b *Budget) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Stats{
+		Cap:            b.capacity,
+		InUse:          b.inUse,
+		Peak:           b.peak,
+		Reserved:       b.reserved,
+		Committed:      b.committed,
+		Grown:          b.grown,
+		Refunded:       b.refunded,
+		Released:       b.released,
+		Releases:       b.releases,
+		Queued:         b.queue.len,
+		Waits:          b.waits,
+		Cancels:        b.cancels,
+		TotalWait:      b.totalWait,
+		MaxWait:        b.maxWait,
+		OversizeAdmits: b.oversizeAdmits,
+		Overcommits:    b.overcommits,
+		Multiplier:     b.mult,
+	}
+}
+
+// String returns a one-line summary of b's Stats.
+func (b *Budget) String() string { return b.Stats().String() }
+
+// String returns a one-line summary such as
+//
+//	budget cap=64.0MiB in_use=0B peak=63.1MiB (98.6%) waits=120 wait=1.2s max_wait=40ms oversize=0 overcommit=0 ratio=1.42 reserved=1.2GiB committed=1.1GiB released=1.1GiB
+func (s Stats) String() string {
+	pct := ""
+	if s.Cap > 0 {
+		pct = fmt.Sprintf(" (%.1f%%)", 100*float64(s.Peak)/float64(s.Cap))
+	}
+	return fmt.Sprintf("budget cap=%s in_use=%s peak=%s%s waits=%d wait=%s max_wait=%s oversize=%d overcommit=%d ratio=%.2f reserved=%s committed=%s released=%s",
+		formatBytes(s.Cap), formatBytes(s.InUse), formatBytes(s.Peak), pct,
+		s.Waits, s.TotalWait.Round(time.Millisecond), s.MaxWait.Round(time.Millisecond),
+		s.OversizeAdmits, s.Overcommits, s.Multiplier,
+		formatBytes(s.Reserved), formatBytes(s.Committed), formatBytes(s.Released))
+}
+
+// formatBytes renders n in binary units with one decimal: 512B, 1.5KiB, 64.0MiB.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	v, i := float64(n)/unit, 0
+	for ; (v >= unit || v <= -unit) && i < 5; i++ {
+		v /= unit
+	}
+	return fmt.Sprintf("%.1f%ciB", v, "KMGTPE"[i])
+}
+
+// waiter is a Reserve call parked in a queue.
+type waiter struct {
+	n int64
+	// at is the budget whose queue holds the waiter; nil once the root
+	// granted it. It changes only with the locks of both the old and the new
+	// level held, and the waiting goroutine reads it with its whole chain
+	// locked.
+	at         *Budget
+	ready      chan struct{} // closed when the last level grants the request
+	prev, next *waiter
+}
+
+// waitQueue is an intrusive FIFO list of waiters.
+type waitQueue struct {
+	head, tail *waiter
+	len        int
+}
+
+func (q *waitQueue) pushBack(w *waiter) {
+	w.prev, w.next = q.tail, nil
+	if q.tail == nil {
+		q.head = w
+	} else {
+		q.tail.next = w
+	}
+	q.tail = w
+	q.len++
+}
+
+func (q *waitQueue) remove(w *waiter) {
+	if w.prev == nil {
+		q.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		q.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.prev, w.next = nil, nil
+	q.len--
+}
