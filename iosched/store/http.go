@@ -1,0 +1,238 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// httpStore reads one HTTP(S) host with Range GETs and HEAD. Names are the
+// escaped path plus the query.
+type httpStore struct {
+	base   string // scheme://[user:pass@]host, for requests
+	shown  string // scheme://host, for messages
+	client *http.Client
+	tr     *http.Transport
+}
+
+var _ Store = (*httpStore)(nil)
+
+func openHTTP(raw string, opts Options) (Store, string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil, "", fmt.Errorf("store: open %s: bad URL", redactURL(raw))
+	}
+	name := httpName(u)
+	base := u.Scheme + "://" + u.Host
+	if u.User != nil {
+		base = u.Scheme + "://" + u.User.String() + "@" + u.Host
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	n := opts.maxConns()
+	tr.MaxIdleConns = 2 * n
+	tr.MaxIdleConnsPerHost = n   // the default of 2 re-dials at every request beyond it
+	tr.DisableCompression = true // byte ranges must arrive as stored
+	return &httpStore{
+		base:   base,
+		shown:  u.Scheme + "://" + u.Host,
+		client: &http.Client{Transport: tr},
+		tr:     tr,
+	}, name, nil
+}
+
+func httpName(u *url.URL) string {
+	name := u.EscapedPath()
+	if name == "" {
+		name = "/"
+	}
+	if u.RawQuery != "" {
+		name += "?" + u.RawQuery
+	}
+	return name
+}
+
+func (s *httpStore) URL(name string) string {
+	if i := strings.IndexByte(name, '?'); i >= 0 {
+		return s.shown + name[:i] + "?REDACTED" // queries may carry signatures
+	}
+	return s.shown + name
+}
+
+func (s *httpStore) fail(op, name, rng string, status int, code string, err error) error {
+	return &RequestError{Op: op, URL: s.URL(name), Range: rng, Status: status, Code: code, Err: err}
+}
+
+// statusErr maps an unsuccessful response to a sentinel and closes its body.
+func (s *httpStore) statusErr(op, name, rng string, resp *http.Response) error {
+	var code string
+	if op != "HEAD" {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if m := s3Code.FindSubmatch(b); m != nil {
+			code = string(m[1])
+		}
+	}
+	resp.Body.Close()
+	return s.fail(op, name, rng, resp.StatusCode, code, statusSentinel(resp.StatusCode, resp.Status))
+}
+
+var s3Code = regexp.MustCompile(`<Code>([^<]{1,64})</Code>`)
+
+func statusSentinel(status int, text string) error {
+	switch status {
+	case 404, 410:
+		return ErrNotFound
+	case 401, 403:
+		return ErrForbidden
+	case 416:
+		return ErrOutOfRange
+	case 429:
+		return fmt.Errorf("%w: HTTP %d", ErrThrottled, status)
+	case 503:
+		return fmt.Errorf("%w: HTTP %d", ErrThrottled, status)
+	}
+	if text == "" {
+		text = strconv.Itoa(status)
+	}
+	return fmt.Errorf("HTTP %s", text)
+}
+
+func (s *httpStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	rng := rangeHeader(off, length)
+	if err := checkRange(off, length); err != nil {
+		return nil, s.fail("GET", name, rng, 0, "", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+name, nil)
+	if err != nil {
+		return nil, s.fail("GET", name, rng, 0, "", err)
+	}
+	if off > 0 || length >= 0 {
+		req.Header.Set("Range", rng)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, s.fail("GET", name, rng, 0, "", unwrapURLError(err))
+	}
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		if length >= 0 && resp.ContentLength >= 0 && resp.ContentLength < length {
+			if total := contentRangeTotal(resp.Header.Get("Content-Range")); total >= 0 && off+length > total {
+				resp.Body.Close()
+				return nil, s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(total))
+			}
+		}
+		return resp.Body, nil
+	case http.StatusOK:
+		if off > 0 {
+			resp.Body.Close()
+			return nil, s.fail("GET", name, rng, resp.StatusCode, "", fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
+		}
+		if length < 0 {
+			return resp.Body, nil
+		}
+		if resp.ContentLength >= 0 && resp.ContentLength < length {
+			resp.Body.Close()
+			return nil, s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(resp.ContentLength))
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(resp.Body, length), resp.Body}, nil
+	}
+	return nil, s.statusErr("GET", name, rng, resp)
+}
+
+// contentRangeTotal returns the total of "bytes a-b/total", or -1.
+func contentRangeTotal(v string) int64 {
+	i := strings.LastIndexByte(v, '/')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(v[i+1:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Size sends HEAD; servers that refuse HEAD get a one-byte GET instead.
+func (s *httpStore) Size(ctx context.Context, name string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, s.base+name, nil)
+	if err != nil {
+		return 0, s.fail("HEAD", name, "", 0, "", err)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, s.fail("HEAD", name, "", 0, "", unwrapURLError(err))
+	}
+	if resp.StatusCode == http.StatusMethodNotAllowed {
+		resp.Body.Close()
+		return s.sizeByGet(ctx, name)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, s.statusErr("HEAD", name, "", resp)
+	}
+	resp.Body.Close()
+	if resp.ContentLength < 0 {
+		return s.sizeByGet(ctx, name)
+	}
+	return resp.ContentLength, nil
+}
+
+func (s *httpStore) sizeByGet(ctx context.Context, name string) (int64, error) {
+	rng := rangeHeader(0, 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+name, nil)
+	if err != nil {
+		return 0, s.fail("GET", name, rng, 0, "", err)
+	}
+	req.Header.Set("Range", rng)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, s.fail("GET", name, rng, 0, "", unwrapURLError(err))
+	}
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		resp.Body.Close()
+		if total := contentRangeTotal(resp.Header.Get("Content-Range")); total >= 0 {
+			return total, nil
+		}
+	case http.StatusOK:
+		resp.Body.Close()
+		if resp.ContentLength >= 0 {
+			return resp.ContentLength, nil
+		}
+	case http.StatusRequestedRangeNotSatisfiable:
+		resp.Body.Close()
+		return 0, nil // an empty object
+	default:
+		return 0, s.statusErr("GET", name, rng, resp)
+	}
+	return 0, s.fail("GET", name, rng, resp.StatusCode, "", errors.New("the server reports no size"))
+}
+
+// List fails: plain HTTP has no listing.
+func (s *httpStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	return nil, s.fail("LIST", prefix, "", 0, "", fmt.Errorf("%w: HTTP servers cannot list objects; name them in a catalog", ErrUnsupported))
+}
+
+func (*httpStore) IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+func (s *httpStore) Close() error {
+	s.tr.CloseIdleConnections()
+	return nil
+}
+
+// unwrapURLError drops *url.Error, whose message repeats the URL with any
+// credentials in it.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	smithy "github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// s3Store reads one S3 endpoint with one set of credentials through
+// aws-sdk-go-v2. Names are "bucket/key". SDK retries are off: the scheduler
+// above retries, hedges and backs off, and two retry loops would multiply.
+type s3Store struct {
+	client *s3.Client
+	tr     *http.Transport
+}
+
+var _ Store = (*s3Store)(nil)
+
+func openS3(rest string, opts Options) (Store, string, error) {
+	if _, _, err := splitBucket(rest); err != nil {
+		return nil, "", fmt.Errorf("store: open s3://%s: %w", rest, err)
+	}
+	st, err := newS3Store(opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return st, rest, nil
+}
+
+func splitBucket(name string) (bucket, key string, err error) {
+	bucket, key, _ = strings.Cut(name, "/")
+	if bucket == "" {
+		return "", "", errors.New("no bucket in the URL")
+	}
+	return bucket, key, nil
+}
+
+func newS3Store(opts Options) (*s3Store, error) {
+	endpoint := opts.S3Endpoint
+	if endpoint != "" && !strings.Contains(endpoint, "://") {
+		endpoint = "https://" + endpoint
+	}
+	style := opts.S3URLStyle
+	switch style {
+	case "", "vhost", "path":
+	default:
+		return nil, fmt.Errorf("store: s3 url style %q: want vhost or path", style)
+	}
+	if style == "" && endpoint != "" {
+		if u, err := url.Parse(endpoint); err == nil && isLocalHost(u.Hostname()) {
+			style = "path"
+		}
+	}
+
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	n := opts.maxConns()
+	// The SDK's default pool keeps 10 idle connections per host and re-dials
+	// beyond that: size it to the IO parallelism.
+	tr.MaxIdleConns = 2 * n
+	tr.MaxIdleConnsPerHost = n
+	tr.DisableCompression = true
+
+	var cfg aws.Config
+	if opts.S3AccessKeyID != "" || opts.S3SecretAccessKey != "" || opts.S3SessionToken != "" {
+		cfg = aws.Config{
+			Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(
+				opts.S3AccessKeyID, opts.S3SecretAccessKey, opts.S3SessionToken)),
+		}
+	} else {
+		var err error
+		cfg, err = config.LoadDefaultConfig(context.Background())
+		if err != nil {
+			// The SDK's message names the profile or file, never a secret.
+			return nil, fmt.Errorf("store: s3 credentials: %v", err)
+		}
+	}
+	if opts.S3Region != "" {
+		cfg.Region = opts.S3Region
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	cfg.HTTPClient = &http.Client{Transport: tr}
+	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
+	cfg.RetryMaxAttempts = 1
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		o.UsePathStyle = style == "path"
+		// Checksums of whole objects do not cover ranges; validating them
+		// on ranged reads either fails or is skipped with a warning.
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return &s3Store{client: client, tr: tr}, nil
+}
+
+func (*s3Store) URL(name string) string { return "s3://" + name }
+
+// fail maps an SDK error to a *RequestError with a sentinel.
+func (s *s3Store) fail(op, name, rng string, err error) error {
+	re := &RequestError{Op: op, URL: s.URL(name), Range: rng, Err: err}
+	var herr *smithyhttp.ResponseError
+	if errors.As(err, &herr) {
+		re.Status = herr.HTTPStatusCode()
+	}
+	var msg string
+	var aerr smithy.APIError
+	if errors.As(err, &aerr) {
+		re.Code = aerr.ErrorCode()
+		msg = aerr.ErrorMessage()
+	}
+	switch {
+	case re.Code == "NoSuchKey" || re.Code == "NoSuchBucket" || re.Code == "NotFound" || re.Status == 404:
+		re.Err = ErrNotFound
+	case re.Code == "AccessDenied" || re.Code == "InvalidAccessKeyId" || re.Code == "SignatureDoesNotMatch" ||
+		re.Status == 401 || re.Status == 403:
+		re.Err = ErrForbidden
+	case re.Code == "InvalidRange" || re.Status == 416:
+		re.Err = ErrOutOfRange
+	case re.Code == "SlowDown" || re.Status == 429 || re.Status == 503:
+		re.Err = fmt.Errorf("%w: HTTP %d", ErrThrottled, re.Status)
+	case re.Status != 0:
+		re.Err = fmt.Errorf("HTTP %d: %s", re.Status, msg)
+	default:
+		// A transport error: drop the SDK's operation wrapper, keep the cause.
+		var oerr *smithy.OperationError
+		if errors.As(err, &oerr) {
+			re.Err = oerr.Err
+		}
+	}
+	return re
+}
+
+func (s *s3Store) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	rng := rangeHeader(off, length)
+	if err := checkRange(off, length); err != nil {
+		return nil, s.fail("GET", name, rng, err)
+	}
+	bucket, key, err := splitBucket(name)
+	if err != nil {
+		return nil, s.fail("GET", name, rng, err)
+	}
+	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	if off > 0 || length >= 0 {
+		in.Range = aws.String(rng)
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, s.fail("GET", name, rng, err)
+	}
+	if length >= 0 && out.ContentLength != nil && *out.ContentLength < length {
+		if total := contentRangeTotal(aws.ToString(out.ContentRange)); total >= 0 && off+length > total {
+			out.Body.Close()
+			return nil, s.fail("GET", name, rng, rangeErr(total))
+		}
+	}
+	return out.Body, nil
+}
+
+func (s *s3Store) Size(ctx context.Context, name string) (int64, error) {
+	bucket, key, err := splitBucket(name)
+	if err != nil {
+		return 0, s.fail("HEAD", name, "", err)
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return 0, s.fail("HEAD", name, "", err)
+	}
+	return aws.ToInt64(out.ContentLength), nil
+}
+
+// List pages through ListObjectsV2 of the bucket named by prefix's first part.
+func (s *s3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	bucket, keyPrefix, err := splitBucket(prefix)
+	if err != nil {
+		return nil, s.fail("LIST", prefix, "", err)
+	}
+	var out []ObjectInfo
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(bucket),
+		Prefix: aws.String(keyPrefix),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s.fail("LIST", prefix, "", err)
+		}
+		for _, o := range page.Contents {
+			out = append(out, ObjectInfo{Name: bucket + "/" + aws.ToString(o.Key), Size: aws.ToInt64(o.Size)})
+		}
+	}
+	return out, nil // ListObjectsV2 returns keys in UTF-8 binary order
+}
+
+func (*s3Store) IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+func (s *s3Store) Close() error {
+	s.tr.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,331 @@
+// Package store reads byte ranges of objects on local disk, HTTP(S) servers and S3 through one narrow interface.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+)
+
+// Store reads objects of one store domain: the local file system, one HTTP(S)
+// host, or one S3 endpoint with one set of credentials. Names are relative to
+// the domain: an absolute slash path for files, the path (and query) for HTTP,
+// "bucket/key" for S3. Open turns a URL into a Store and a name.
+//
+// All methods are safe for concurrent use. Errors are *RequestError values
+// that name the URL and wrap one of the sentinels below where one applies.
+type Store interface {
+	// GetRange returns a reader of length bytes of name starting at off;
+	// length < 0 reads to the end of the object. The body may be shorter than
+	// asked when the connection breaks: callers check what they read. The
+	// caller closes the reader; cancelling ctx aborts the read. A range that
+	// starts or ends past the end of the object fails with ErrOutOfRange.
+	GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error)
+	// Size returns the size of name in bytes.
+	Size(ctx context.Context, name string) (int64, error)
+	// List returns every object whose name starts with prefix, sorted by
+	// name. Stores that cannot list fail with ErrUnsupported.
+	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
+	// IsNotFound reports whether err means the object does not exist.
+	IsNotFound(err error) bool
+	// URL returns the URL of name for messages; it never contains credentials.
+	URL(name string) string
+	// Close releases idle connections. Requests that are still running are
+	// not interrupted; the Store must not be used afterwards.
+	Close() error
+}
+
+// ObjectInfo describes one listed object.
+type ObjectInfo struct {
+	Name string // name within the store, usable with GetRange
+	Size int64  // bytes
+}
+
+// Sentinel errors, wrapped by *RequestError; test them with errors.Is.
+var (
+	ErrNotFound    = errors.New("not found")                   // HTTP 404, S3 NoSuchKey/NoSuchBucket, missing file
+	ErrForbidden   = errors.New("forbidden")                   // HTTP 401/403, S3 AccessDenied, EACCES
+	ErrThrottled   = errors.New("throttled")                   // HTTP 429, S3 503 SlowDown
+	ErrOutOfRange  = errors.New("range outside of the object") // HTTP 416 or a range past the end
+	ErrUnsupported = errors.New("not supported")               // listing over HTTP, a server that ignores Range
+)
+
+// RequestError is the error of one store operation. Its message names the
+// operation, the URL and the byte range, for example
+// "store: GET s3://bkt/a.arrow bytes=0-99: not found".
+type RequestError struct {
+	Op     string // GET, HEAD, LIST
+	URL    string // without credentials
+	Range  string // "bytes=0-99", "bytes=100-" or ""
+	Status int    // HTTP status, 0 when there was no response
+	Code   string // S3 error code such as "SlowDown", or ""
+	Err    error  // a sentinel above or the transport error
+}
+
+func (e *RequestError) Error() string {
+	var b strings.Builder
+	b.WriteString("store: ")
+	b.WriteString(e.Op)
+	b.WriteByte(' ')
+	b.WriteString(e.URL)
+	if e.Range != "" {
+		b.WriteByte(' ')
+		b.WriteString(e.Range)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	if e.Code != "" && !strings.Contains(e.Err.Error(), e.Code) {
+		fmt.Fprintf(&b, " (%s)", e.Code)
+	}
+	return b.String()
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Throttled reports whether err asks the client to slow down (HTTP 429 or a
+// 503, including S3's SlowDown).
+func Throttled(err error) bool {
+	if errors.Is(err, ErrThrottled) {
+		return true
+	}
+	var re *RequestError
+	return errors.As(err, &re) && (re.Status == 429 || re.Status == 503)
+}
+
+// Permanent reports whether retrying err cannot help: a missing object, a
+// refused credential, a bad range, an unsupported operation or another 4xx
+// status except 408 and 429.
+func Permanent(err error) bool {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrForbidden) ||
+		errors.Is(err, ErrOutOfRange) || errors.Is(err, ErrUnsupported) {
+		return true
+	}
+	var re *RequestError
+	if errors.As(err, &re) && re.Status >= 400 && re.Status < 500 {
+		return re.Status != 408 && re.Status != 429
+	}
+	return false
+}
+
+// rangeHeader formats an HTTP Range header value; length < 0 means to the end.
+func rangeHeader(off, length int64) string {
+	if length < 0 {
+		return fmt.Sprintf("bytes=%d-", off)
+	}
+	return fmt.Sprintf("bytes=%d-%d", off, off+length-1)
+}
+
+// checkRange rejects ranges no store can serve.
+func checkRange(off, length int64) error {
+	if off < 0 || length == 0 {
+		return fmt.Errorf("%w: offset %d length %d", ErrOutOfRange, off, length)
+	}
+	return nil
+}
+
+// Options configure the stores Open creates. A zero Options is valid: S3
+// then uses the AWS default endpoint, region and credential chain.
+// Credentials never appear in errors, in String or in GoString.
+type Options struct {
+	// S3Endpoint is a URL such as "http://127.0.0.1:7070"; a bare
+	// "host:port" means https. Empty means AWS.
+	S3Endpoint string
+	// S3Region defaults to the AWS chain's region, else "us-east-1".
+	S3Region string
+	// S3URLStyle is "vhost" or "path". Empty means vhost, except for an
+	// endpoint whose host is an IP address or localhost, where virtual
+	// hosts cannot work, which gets path style.
+	S3URLStyle string
+	// Static credentials; all empty means the AWS default chain.
+	S3AccessKeyID     string
+	S3SecretAccessKey string
+	S3SessionToken    string
+	// MaxConns sizes the keep-alive pool per host; set it to the IO
+	// parallelism or connections are re-dialed. Zero means 64.
+	MaxConns int
+}
+
+// String describes o without its secrets.
+func (o Options) String() string {
+	redact := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return "REDACTED"
+	}
+	return fmt.Sprintf("{S3Endpoint:%s S3Region:%s S3URLStyle:%s S3AccessKeyID:%s S3SecretAccessKey:%s S3SessionToken:%s MaxConns:%d}",
+		o.S3Endpoint, o.S3Region, o.S3URLStyle, redact(o.S3AccessKeyID), redact(o.S3SecretAccessKey), redact(o.S3SessionToken), o.MaxConns)
+}
+
+// GoString describes o without its secrets.
+func (o Options) GoString() string { return "store.Options" + o.String() }
+
+func (o Options) maxConns() int {
+	if o.MaxConns > 0 {
+		return o.MaxConns
+	}
+	return 64
+}
+
+// Open returns a new Store for the domain of rawURL and the name of the object
+// (or glob pattern) within it. It accepts s3://bucket/key, http(s)://host/path,
+// file:///path and plain paths (made absolute). The caller closes the Store.
+// On failure, returns a nil Store and an error naming the URL.
+func Open(rawURL string, opts Options) (Store, string, error) {
+	scheme, rest := splitScheme(rawURL)
+	switch scheme {
+	case "", "file":
+		name, err := filePath(rawURL, scheme, rest)
+		if err != nil {
+			return nil, "", err
+		}
+		return newFileStore(), name, nil
+	case "http", "https":
+		return openHTTP(rawURL, opts)
+	case "s3":
+		return openS3(rest, opts)
+	default:
+		return nil, "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+	}
+}
+
+// Name returns the name Open would return for rawURL, without creating a
+// store.
+func Name(rawURL string) (string, error) {
+	scheme, rest := splitScheme(rawURL)
+	switch scheme {
+	case "", "file":
+		return filePath(rawURL, scheme, rest)
+	case "http", "https":
+		u, err := url.Parse(rawURL)
+		if err != nil || u.Host == "" {
+			return "", fmt.Errorf("store: open %s: bad URL", redactURL(rawURL))
+		}
+		return httpName(u), nil
+	case "s3":
+		if _, _, err := splitBucket(rest); err != nil {
+			return "", fmt.Errorf("store: open %s: %w", redactURL(rawURL), err)
+		}
+		return rest, nil
+	}
+	return "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+}
+
+// Domain returns the key of the store domain of rawURL: URLs with the same key
+// may share one Store and one IO scheduler. The key contains no secret: the
+// credentials enter it only as a hash.
+func Domain(rawURL string, opts Options) (string, error) {
+	scheme, rest := splitScheme(rawURL)
+	switch scheme {
+	case "", "file":
+		if _, err := filePath(rawURL, scheme, rest); err != nil {
+			return "", err
+		}
+		return "file", nil
+	case "http", "https":
+		u, err := url.Parse(rawURL)
+		if err != nil || u.Host == "" {
+			return "", fmt.Errorf("store: open %s: bad URL", redactURL(rawURL))
+		}
+		return scheme + "://" + u.Host + "#" + secretHash(u.User.String()), nil
+	case "s3":
+		if _, _, err := splitBucket(rest); err != nil {
+			return "", fmt.Errorf("store: open %s: %w", redactURL(rawURL), err)
+		}
+		style := opts.S3URLStyle
+		return "s3|" + opts.S3Endpoint + "|" + opts.S3Region + "|" + style + "|" +
+			secretHash(opts.S3AccessKeyID+"\x00"+opts.S3SecretAccessKey+"\x00"+opts.S3SessionToken), nil
+	default:
+		return "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+	}
+}
+
+func secretHash(s string) string {
+	if s == "" || s == "\x00\x00" {
+		return "-"
+	}
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:8])
+}
+
+// splitScheme returns the lower-case scheme of a URL ("" for a plain path) and
+// what follows "scheme://".
+func splitScheme(raw string) (string, string) {
+	i := strings.Index(raw, "://")
+	if i <= 0 {
+		return "", raw
+	}
+	scheme := strings.ToLower(raw[:i])
+	for _, c := range scheme {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return "", raw
+		}
+	}
+	return scheme, raw[i+3:]
+}
+
+// filePath turns a file URL or a plain path into an absolute slash path.
+func filePath(raw, scheme, rest string) (string, error) {
+	p := rest
+	if scheme == "file" {
+		// file:///abs or file://localhost/abs; percent escapes are decoded.
+		host, path, _ := strings.Cut(rest, "/")
+		if host != "" && host != "localhost" {
+			return "", fmt.Errorf("store: open %s: %w: remote file host %q", raw, ErrUnsupported, host)
+		}
+		dec, err := url.PathUnescape("/" + path)
+		if err != nil {
+			return "", fmt.Errorf("store: open %s: %v", raw, err)
+		}
+		p = dec
+	}
+	if p == "" {
+		return "", fmt.Errorf("store: open %q: empty path", raw)
+	}
+	abs, err := filepath.Abs(filepath.FromSlash(p))
+	if err != nil {
+		return "", fmt.Errorf("store: open %s: %v", raw, err)
+	}
+	abs = filepath.ToSlash(abs)
+	if strings.HasSuffix(p, "/") && !strings.HasSuffix(abs, "/") {
+		abs += "/" // a directory prefix stays one
+	}
+	return abs, nil
+}
+
+// redactURL drops the password and query of a URL, which may carry secrets
+// (basic auth, presigned signatures).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		if i := strings.IndexByte(raw, '?'); i >= 0 {
+			return raw[:i] + "?REDACTED"
+		}
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "REDACTED"
+	}
+	return u.String()
+}
+
+// isLocalHost reports whether host (without port) is an IP literal or
+// localhost, where S3 virtual-host addressing is impossible.
+func isLocalHost(host string) bool {
+	return host == "localhost" || net.ParseIP(strings.Trim(host, "[]")) != nil
+}
+
+// rangeErr reports a range past the end of an object of size bytes.
+func rangeErr(size int64) error {
+	return fmt.Errorf("%w (object size %d)", ErrOutOfRange, size)
+}

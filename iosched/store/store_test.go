@@ -1,0 +1,188 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/iosched/store/storetest"
+	"github.com/remote-segments/remote_segments/test/s3server"
+)
+
+// leakCheck registers the goroutine-leak check first so that it runs after
+// every other cleanup (servers, stores).
+func leakCheck(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+}
+
+func writeTree(t *testing.T, dir string, objects map[string][]byte) {
+	t.Helper()
+	for name, data := range objects {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func open(t *testing.T, url string, opts store.Options) (store.Store, string) {
+	t.Helper()
+	st, name, err := store.Open(url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, name
+}
+
+func fileFixture(t *testing.T, objects map[string][]byte) storetest.Fixture {
+	dir := t.TempDir()
+	writeTree(t, dir, objects)
+	st, name := open(t, dir+"/", store.Options{})
+	return storetest.Fixture{Store: st, Prefix: name, CanList: true}
+}
+
+func TestFileStore(t *testing.T) {
+	leakCheck(t)
+	storetest.Run(t, fileFixture)
+}
+
+func TestFileURLStore(t *testing.T) {
+	leakCheck(t)
+	storetest.Run(t, func(t *testing.T, objects map[string][]byte) storetest.Fixture {
+		dir := t.TempDir()
+		writeTree(t, dir, objects)
+		st, name := open(t, "file://"+filepath.ToSlash(dir)+"/", store.Options{})
+		return storetest.Fixture{Store: st, Prefix: name, CanList: true}
+	})
+}
+
+func TestHTTPStore(t *testing.T) {
+	leakCheck(t)
+	storetest.Run(t, func(t *testing.T, objects map[string][]byte) storetest.Fixture {
+		dir := t.TempDir()
+		writeTree(t, dir, objects)
+		srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+		t.Cleanup(srv.Close)
+		st, name := open(t, srv.URL+"/", store.Options{MaxConns: 8})
+		return storetest.Fixture{Store: st, Prefix: name, CanList: false}
+	})
+}
+
+func TestS3Store(t *testing.T) {
+	leakCheck(t)
+	srv := s3server.ForTest(t, "bkt")
+	storetest.Run(t, func(t *testing.T, objects map[string][]byte) storetest.Fixture {
+		for name, data := range objects {
+			if err := srv.PutObject(context.Background(), "bkt", name, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, name := open(t, "s3://bkt/", store.Options{
+			S3Endpoint: srv.Endpoint, S3Region: srv.Region,
+			S3AccessKeyID: srv.AccessKey, S3SecretAccessKey: srv.SecretKey,
+		})
+		return storetest.Fixture{Store: st, Prefix: name, CanList: true}
+	})
+
+	t.Run("BadSecret", func(t *testing.T) {
+		const secret = "not-the-secret-xyz"
+		st, name := open(t, "s3://bkt/a.bin", store.Options{
+			S3Endpoint: srv.Endpoint, S3URLStyle: "path",
+			S3AccessKeyID: srv.AccessKey, S3SecretAccessKey: secret,
+		})
+		defer st.Close()
+		_, err := st.GetRange(context.Background(), name, 0, 10)
+		if !errors.Is(err, store.ErrForbidden) {
+			t.Fatalf("GET with a wrong secret: err = %v, want ErrForbidden", err)
+		}
+		if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "s3://bkt/a.bin") {
+			t.Fatalf("error %q leaks the secret or does not name the URL", err)
+		}
+	})
+
+	t.Run("NoSuchBucket", func(t *testing.T) {
+		st, name := open(t, "s3://no-such-bucket/a.bin", store.Options{
+			S3Endpoint: srv.Endpoint, S3AccessKeyID: srv.AccessKey, S3SecretAccessKey: srv.SecretKey,
+		})
+		defer st.Close()
+		_, err := st.GetRange(context.Background(), name, 0, 10)
+		if !st.IsNotFound(err) || !strings.Contains(err.Error(), "s3://no-such-bucket/a.bin") {
+			t.Fatalf("GET from a missing bucket: err = %v, want not found naming the URL", err)
+		}
+	})
+}
+
+func TestOpen(t *testing.T) {
+	leakCheck(t)
+	wd, _ := os.Getwd()
+	for _, c := range []struct{ url, name string }{
+		{"s3://bkt/ds/a.arrow", "bkt/ds/a.arrow"},
+		{"s3://bkt/ds/**/*.arrow", "bkt/ds/**/*.arrow"},
+		{"file:///tmp/x%20y.arrow", "/tmp/x y.arrow"},
+		{"file://localhost/tmp/a", "/tmp/a"},
+		{"/tmp/a/../b", "/tmp/b"},
+		{"rel/a.arrow", filepath.ToSlash(filepath.Join(wd, "rel/a.arrow"))},
+		{"https://h.example:8443/d/a.arrow?X-Amz-Signature=abc", "/d/a.arrow?X-Amz-Signature=abc"},
+	} {
+		st, name, err := store.Open(c.url, store.Options{})
+		if err != nil {
+			t.Errorf("Open(%s): %v", c.url, err)
+			continue
+		}
+		if name != c.name {
+			t.Errorf("Open(%s) name = %q, want %q", c.url, name, c.name)
+		}
+		if strings.Contains(st.URL(name), "abc") {
+			t.Errorf("URL(%s) = %s shows the query signature", name, st.URL(name))
+		}
+		st.Close()
+	}
+	for _, bad := range []string{"gs://b/k", "s3:///key", "file://otherhost/a"} {
+		if _, _, err := store.Open(bad, store.Options{}); err == nil {
+			t.Errorf("Open(%s) succeeded, want an error", bad)
+		}
+	}
+	opts := store.Options{S3AccessKeyID: "AKIAEXAMPLE", S3SecretAccessKey: "sekrit", S3SessionToken: "tok"}
+	for _, s := range []string{opts.String(), opts.GoString()} {
+		if strings.Contains(s, "sekrit") || strings.Contains(s, "AKIAEXAMPLE") || strings.Contains(s, "tok}") {
+			t.Errorf("Options printed with secrets: %s", s)
+		}
+	}
+	d1, _ := store.Domain("s3://a/x", opts)
+	d2, _ := store.Domain("s3://b/y", opts)
+	d3, _ := store.Domain("s3://a/x", store.Options{})
+	if d1 != d2 || d1 == d3 || strings.Contains(d1, "sekrit") {
+		t.Errorf("Domain: %q %q %q", d1, d2, d3)
+	}
+}
+
+func TestMatch(t *testing.T) {
+	leakCheck(t)
+	for _, c := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"a/**/b", "a/b", true},
+		{"a/**/b", "a/x/y/b", true},
+		{"a/*/b", "a/x/y/b", false},
+		{"a/?.arrow", "a/1.arrow", true},
+		{"a/?.arrow", "a/12.arrow", false},
+		{"**", "x/y", true},
+		{"a/*.arrow", "a/sub/x.arrow", false},
+	} {
+		if got := store.Match(c.pattern, c.name); got != c.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", c.pattern, c.name, got, c.want)
+		}
+	}
+}
