@@ -23,8 +23,12 @@ import (
 	"runtime/cgo"
 	"unsafe"
 
+	"slices"
+	"strconv"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
@@ -32,7 +36,9 @@ import (
 // order and how to start producing rows.
 type bindState struct {
 	columns []column
-	start   func() (*rowSource, error) // called once, at global init
+	// start is called once, at global init, with the fields (record column
+	// indexes) the query needs.
+	start func(fields []int) (*rowSource, error)
 }
 
 // rowSource is what the threads of one query fill from.
@@ -111,13 +117,10 @@ func rsBind(info C.duckdb_bind_info) {
 }
 
 func bind(info C.duckdb_bind_info) error {
-	csrc := C.rs_bind_get_varchar(info, 0)
-	if csrc == nil {
-		return fmt.Errorf("remote_segments: source is NULL")
+	cfg := scanner.Config{Allocator: mallocator.NewMallocator()}
+	if err := readSource(info, &cfg); err != nil {
+		return err
 	}
-	source := C.GoString(csrc)
-	C.rs_free(unsafe.Pointer(csrc))
-	cfg := scanner.Config{Source: source, Allocator: memory.DefaultAllocator}
 	if err := readNamedParameters(info, &cfg); err != nil {
 		return err
 	}
@@ -141,16 +144,118 @@ func bind(info C.duckdb_bind_info) error {
 	if exact {
 		C.rs_bind_set_cardinality(info, C.idx_t(rows), true)
 	}
-	start := func() (*rowSource, error) {
-		scan := plan.Start(context.Background())
-		return &rowSource{next: scan.Next, close: func() { scan.Close() }, threads: scan.MaxThreads()}, nil
+	start := func(fields []int) (*rowSource, error) {
+		scan, err := plan.Start(context.Background(), fields)
+		if err != nil {
+			return nil, err
+		}
+		return &rowSource{next: scan.Next, close: scan.Close, threads: scan.MaxThreads()}, nil
 	}
 	setBindData(info, cols, start)
 	return nil
 }
 
+// readSource reads the first argument: a VARCHAR source, a LIST of URLs, or
+// a LIST of STRUCT catalog rows.
+func readSource(info C.duckdb_bind_info, cfg *scanner.Config) error {
+	v := C.rs_bind_get_value(info, 0)
+	if v == nil {
+		return fmt.Errorf("remote_segments: missing the source argument")
+	}
+	defer C.rs_value_destroy(v)
+	if bool(C.rs_value_is_null(v)) {
+		return fmt.Errorf("remote_segments: source is NULL")
+	}
+	switch C.rs_value_type(v) {
+	case C.DUCKDB_TYPE_VARCHAR:
+		cfg.Source = valueString(v)
+		return nil
+	case C.DUCKDB_TYPE_LIST:
+	default:
+		return fmt.Errorf("remote_segments: the source must be a VARCHAR (path, URL, glob or catalog file) or a LIST of URLs or of catalog STRUCTs, not a %s", typeName(C.rs_value_type(v)))
+	}
+	n := int(C.rs_value_list_size(v))
+	var urls []string
+	var rows []scanner.Row
+	for i := range n {
+		item := C.rs_value_list_child(v, C.idx_t(i))
+		switch {
+		case bool(C.rs_value_is_null(item)):
+			C.rs_value_destroy(item)
+			return fmt.Errorf("remote_segments: LIST element %d is NULL", i)
+		case C.rs_value_type(item) == C.DUCKDB_TYPE_VARCHAR:
+			urls = append(urls, valueString(item))
+		case C.rs_value_type(item) == C.DUCKDB_TYPE_STRUCT:
+			row := scanner.Row{}
+			for f := range int(C.rs_value_struct_size(item)) {
+				cname := C.rs_value_struct_name(item, C.idx_t(f))
+				name := C.GoString(cname)
+				C.rs_free(unsafe.Pointer(cname))
+				field := C.rs_value_struct_child(item, C.idx_t(f))
+				row[name] = valueScalar(field)
+				C.rs_value_destroy(field)
+			}
+			rows = append(rows, row)
+		default:
+			t := C.rs_value_type(item)
+			C.rs_value_destroy(item)
+			return fmt.Errorf("remote_segments: LIST element %d is a %s; give URLs (VARCHAR) or catalog rows (STRUCT with a url field)", i, typeName(t))
+		}
+		C.rs_value_destroy(item)
+	}
+	switch {
+	case urls != nil && rows != nil:
+		return fmt.Errorf("remote_segments: the LIST mixes URLs and catalog rows")
+	case rows != nil:
+		cfg.Rows = rows
+	default:
+		cfg.URLs = urls
+		if cfg.URLs == nil {
+			cfg.URLs = []string{}
+		}
+	}
+	return nil
+}
+
+func valueString(v C.duckdb_value) string {
+	cs := C.rs_value_varchar(v)
+	defer C.rs_free(unsafe.Pointer(cs))
+	return C.GoString(cs)
+}
+
+// valueScalar converts a catalog field: integers to int64 (or uint64),
+// NULL to nil, anything else to its text.
+func valueScalar(v C.duckdb_value) any {
+	if bool(C.rs_value_is_null(v)) {
+		return nil
+	}
+	switch C.rs_value_type(v) {
+	case C.DUCKDB_TYPE_TINYINT, C.DUCKDB_TYPE_SMALLINT, C.DUCKDB_TYPE_INTEGER, C.DUCKDB_TYPE_BIGINT,
+		C.DUCKDB_TYPE_UTINYINT, C.DUCKDB_TYPE_USMALLINT, C.DUCKDB_TYPE_UINTEGER:
+		return int64(C.rs_value_int64(v))
+	case C.DUCKDB_TYPE_UBIGINT:
+		return uint64(C.rs_value_uint64(v))
+	case C.DUCKDB_TYPE_HUGEINT, C.DUCKDB_TYPE_UHUGEINT:
+		n, err := strconv.ParseInt(valueString(v), 10, 64)
+		if err != nil {
+			return valueString(v)
+		}
+		return n
+	}
+	return valueString(v)
+}
+
+func typeName(t C.duckdb_type) string {
+	names := map[C.duckdb_type]string{C.DUCKDB_TYPE_BIGINT: "BIGINT", C.DUCKDB_TYPE_INTEGER: "INTEGER", C.DUCKDB_TYPE_STRUCT: "STRUCT",
+		C.DUCKDB_TYPE_LIST: "LIST", C.DUCKDB_TYPE_MAP: "MAP", C.DUCKDB_TYPE_BOOLEAN: "BOOLEAN", C.DUCKDB_TYPE_DOUBLE: "DOUBLE", C.DUCKDB_TYPE_BLOB: "BLOB"}
+	if n, ok := names[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("type %d", int(t))
+}
+
 // setBindData declares the output columns and stores the bind state.
-func setBindData(info C.duckdb_bind_info, cols []column, start func() (*rowSource, error)) {
+func setBindData(info C.duckdb_bind_info, cols []column, start func(fields []int) (*rowSource, error)) {
 	for _, c := range cols {
 		lt := logicalType(c.typ)
 		withCString(c.name, func(cs *C.char) { C.rs_bind_add_column_type(info, cs, lt) })
@@ -172,7 +277,7 @@ func rsInit(info C.duckdb_init_info) {
 	for i := range proj {
 		proj[i] = int(C.rs_init_column_index(info, C.idx_t(i)))
 	}
-	rows, err := b.start()
+	rows, err := b.start(neededFields(b.columns, proj))
 	if err != nil {
 		withCString(err.Error(), func(cs *C.char) { C.rs_init_set_error(info, cs) })
 		return
@@ -180,6 +285,24 @@ func rsInit(info C.duckdb_init_info) {
 	s := &scanState{bind: b, rows: rows, projection: proj}
 	C.rs_init_set_max_threads(info, C.idx_t(max(1, rows.threads)))
 	C.rs_init_set_data(info, C.uintptr_t(cgo.NewHandle(s)))
+}
+
+// neededFields lists, in order and once each, the record columns the
+// projected output columns read.
+func neededFields(cols []column, proj []int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, oc := range proj {
+		if f := cols[oc].field; f >= 0 && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	if out == nil {
+		out = []int{} // none: e.g. count(*) reads no column
+	}
+	return out
 }
 
 //export rsLocalInit
@@ -234,6 +357,7 @@ func (t *threadState) fill(out C.duckdb_data_chunk) error {
 			continue
 		}
 		C.rs_fill(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.int64_t(start), C.idx_t(n))
+		t.batch.Consumed(n) // the copy is the consumption: give the bytes back
 		return nil
 	}
 }
@@ -257,7 +381,7 @@ func (t *threadState) describe(b *scanner.Batch) {
 		case fieldChunkID:
 			t.constString(d, b.Chunk.ChunkID)
 		default:
-			t.describeData(d, &col.typ, b.Record.Column(col.field).Data())
+			t.describeData(d, &col.typ, b.Column(col.field).Data())
 		}
 	}
 }

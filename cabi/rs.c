@@ -34,9 +34,10 @@ static bool register_scan(duckdb_connection con, const char *name, duckdb_table_
 	duckdb_table_function f = duckdb_create_table_function();
 	duckdb_table_function_set_name(f, name);
 	if (scan) {
-		duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
-		duckdb_table_function_add_parameter(f, varchar);
-		duckdb_destroy_logical_type(&varchar);
+		// ANY: a VARCHAR source, or a LIST of URLs or of catalog-row STRUCTs.
+		duckdb_logical_type any = duckdb_create_logical_type(DUCKDB_TYPE_ANY);
+		duckdb_table_function_add_parameter(f, any);
+		duckdb_destroy_logical_type(&any);
 		rsAddNamedParameters((uintptr_t)f);
 	}
 	duckdb_table_function_set_bind(f, bind);
@@ -125,6 +126,22 @@ uintptr_t rs_function_get_local_data(duckdb_function_info info) { return (uintpt
 void rs_function_set_error(duckdb_function_info info, const char *error) { duckdb_function_set_error(info, error); }
 void rs_data_chunk_set_size(duckdb_data_chunk out, idx_t n) { duckdb_data_chunk_set_size(out, n); }
 void rs_free(void *p) { duckdb_free(p); }
+
+duckdb_value rs_bind_get_value(duckdb_bind_info info, idx_t index) { return duckdb_bind_get_parameter(info, index); }
+void rs_value_destroy(duckdb_value v) { duckdb_destroy_value(&v); }
+duckdb_type rs_value_type(duckdb_value v) {
+	duckdb_logical_type t = duckdb_get_value_type(v); // owned by the value
+	return duckdb_get_type_id(t);
+}
+bool rs_value_is_null(duckdb_value v) { return duckdb_is_null_value(v); }
+char *rs_value_varchar(duckdb_value v) { return duckdb_get_varchar(v); }
+int64_t rs_value_int64(duckdb_value v) { return duckdb_get_int64(v); }
+uint64_t rs_value_uint64(duckdb_value v) { return duckdb_get_uint64(v); }
+idx_t rs_value_list_size(duckdb_value v) { return duckdb_get_list_size(v); }
+duckdb_value rs_value_list_child(duckdb_value v, idx_t i) { return duckdb_get_list_child(v, i); }
+idx_t rs_value_struct_size(duckdb_value v) { return duckdb_struct_type_child_count(duckdb_get_value_type(v)); }
+char *rs_value_struct_name(duckdb_value v, idx_t i) { return duckdb_struct_type_child_name(duckdb_get_value_type(v), i); }
+duckdb_value rs_value_struct_child(duckdb_value v, idx_t i) { return duckdb_get_struct_child(v, i); }
 
 // ---- logical types ------------------------------------------------------
 

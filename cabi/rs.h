@@ -99,4 +99,20 @@ void rs_local_init_set_data(duckdb_init_info info, uintptr_t handle);
 void rs_data_chunk_set_size(duckdb_data_chunk out, idx_t n);
 void rs_free(void *p);
 
+// duckdb_value access for the source argument (any type). Values returned
+// by rs_bind_get_value and rs_value_*_child are new: destroy them with
+// rs_value_destroy. Strings are freed with rs_free.
+duckdb_value rs_bind_get_value(duckdb_bind_info info, idx_t index);
+void rs_value_destroy(duckdb_value v);
+duckdb_type rs_value_type(duckdb_value v);
+bool rs_value_is_null(duckdb_value v);
+char *rs_value_varchar(duckdb_value v);
+int64_t rs_value_int64(duckdb_value v);
+uint64_t rs_value_uint64(duckdb_value v);
+idx_t rs_value_list_size(duckdb_value v);
+duckdb_value rs_value_list_child(duckdb_value v, idx_t i);
+idx_t rs_value_struct_size(duckdb_value v);
+char *rs_value_struct_name(duckdb_value v, idx_t i);
+duckdb_value rs_value_struct_child(duckdb_value v, idx_t i);
+
 #endif

@@ -12,19 +12,55 @@ import (
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
-// statsSchema is the schema of remote_segments_stats(): one row per running
-// scan and per recently finished one.
-var statsSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "scan_id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "source", Type: arrow.BinaryTypes.String},
-	{Name: "state", Type: arrow.BinaryTypes.String},
-	{Name: "error", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "chunks", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "batches", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "wire_bytes", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "wall_ms", Type: arrow.PrimitiveTypes.Float64},
-}, nil)
+// statsColumn is one column of remote_segments_stats(): its name, Arrow type
+// and value for a scan.
+type statsColumn struct {
+	name  string
+	typ   arrow.DataType
+	value func(s *scanner.ScanInfo) any // int64, float64, bool, string, or nil
+}
+
+var statsColumns = []statsColumn{
+	{"scan_id", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.ID) }},
+	{"source", arrow.BinaryTypes.String, func(s *scanner.ScanInfo) any { return s.Source }},
+	{"state", arrow.BinaryTypes.String, func(s *scanner.ScanInfo) any { return s.State }},
+	{"error", arrow.BinaryTypes.String, func(s *scanner.ScanInfo) any {
+		if s.Error == "" {
+			return nil
+		}
+		return s.Error
+	}},
+	{"chunks", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Chunks }},
+	{"batches", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Batches }},
+	{"rows", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Rows }},
+	{"wire_bytes", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.WireBytes }},
+	{"requests", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Requests }},
+	{"gets", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.GETs }},
+	{"retries", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Retries }},
+	{"hedges", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.HedgesIssued }},
+	{"hedges_won", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.HedgesWon }},
+	{"coalesced", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Coalesced }},
+	{"splits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Splits }},
+	{"projected_io", arrow.FixedWidthTypes.Boolean, func(s *scanner.ScanInfo) any { return s.ProjectedIO }},
+	{"max_parallel_io", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.Parallelism) }},
+	{"io_utilization", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return s.IOUtilization }},
+	{"budget_cap", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Cap }},
+	{"budget_peak", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Peak }},
+	{"budget_in_use", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.InUse }},
+	{"budget_waits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Waits }},
+	{"budget_wait_ms", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return float64(s.Budget.TotalWait.Microseconds()) / 1000 }},
+	{"budget_oversize", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.OversizeAdmits }},
+	{"budget_ratio", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return s.Budget.Multiplier }},
+	{"wall_ms", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return float64(s.Wall.Microseconds()) / 1000 }},
+}
+
+func statsSchema() *arrow.Schema {
+	fields := make([]arrow.Field, len(statsColumns))
+	for i, c := range statsColumns {
+		fields[i] = arrow.Field{Name: c.name, Type: c.typ, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
+}
 
 //export rsStatsBind
 func rsStatsBind(info C.duckdb_bind_info) {
@@ -33,14 +69,14 @@ func rsStatsBind(info C.duckdb_bind_info) {
 			setBindError(info, errorText(r))
 		}
 	}()
-	cols, err := recordColumns(statsSchema)
+	schema := statsSchema()
+	cols, err := recordColumns(schema)
 	if err != nil {
 		setBindError(info, err.Error())
 		return
 	}
-	setBindData(info, cols, func() (*rowSource, error) {
-		rec := statsRecord(scanner.Scans())
-		batch := &scanner.Batch{Record: rec}
+	setBindData(info, cols, func([]int) (*rowSource, error) {
+		batch := &scanner.Batch{Record: statsRecord(schema, scanner.Scans())}
 		done := false
 		return &rowSource{
 			next: func() (*scanner.Batch, error) {
@@ -56,23 +92,24 @@ func rsStatsBind(info C.duckdb_bind_info) {
 	})
 }
 
-func statsRecord(scans []scanner.ScanInfo) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, statsSchema)
+func statsRecord(schema *arrow.Schema, scans []scanner.ScanInfo) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	for _, s := range scans {
-		b.Field(0).(*array.Int64Builder).Append(s.ID)
-		b.Field(1).(*array.StringBuilder).Append(s.Source)
-		b.Field(2).(*array.StringBuilder).Append(s.State)
-		if s.Error == "" {
-			b.Field(3).AppendNull()
-		} else {
-			b.Field(3).(*array.StringBuilder).Append(s.Error)
+	for i := range scans {
+		for c, col := range statsColumns {
+			switch v := col.value(&scans[i]).(type) {
+			case nil:
+				b.Field(c).AppendNull()
+			case int64:
+				b.Field(c).(*array.Int64Builder).Append(v)
+			case float64:
+				b.Field(c).(*array.Float64Builder).Append(v)
+			case bool:
+				b.Field(c).(*array.BooleanBuilder).Append(v)
+			case string:
+				b.Field(c).(*array.StringBuilder).Append(v)
+			}
 		}
-		b.Field(4).(*array.Int64Builder).Append(s.Chunks)
-		b.Field(5).(*array.Int64Builder).Append(s.Batches)
-		b.Field(6).(*array.Int64Builder).Append(s.Rows)
-		b.Field(7).(*array.Int64Builder).Append(s.WireBytes)
-		b.Field(8).(*array.Float64Builder).Append(float64(s.Wall.Microseconds()) / 1000)
 	}
 	return b.NewRecordBatch()
 }

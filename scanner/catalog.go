@@ -126,7 +126,7 @@ func ChunksFromRows(rows []Row, base, name string) ([]Chunk, error) {
 }
 
 func chunkFromRow(r Row, base string) (Chunk, error) {
-	c := Chunk{Length: -1, NumRows: -1, DecodedBytes: -1}
+	c := Chunk{Length: -1, Size: -1, NumRows: -1, DecodedBytes: -1}
 	u, ok := r[colURL]
 	if !ok || u == nil {
 		return c, fmt.Errorf("no %q", colURL)
@@ -271,7 +271,9 @@ func csvRows(data []byte) ([]Row, error) {
 		}
 		row := Row{}
 		for i, v := range rec {
-			if i < len(header) && v != "" {
+			// An empty cell is an absent value, except for url, which
+			// every row needs: there it is an empty url.
+			if i < len(header) && (v != "" || header[i] == colURL) {
 				row[header[i]] = v
 			}
 		}

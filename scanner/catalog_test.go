@@ -25,25 +25,25 @@ func TestParseCatalog(t *testing.T) {
 			name: "csv relative and absolute", format: CatalogCSV, base: "/data/ds/catalog.csv",
 			data: "url,segment_id,chunk_id,offset,length,num_rows\nseg1/a.arrow,s1,c0,0,100,10\n/abs/b.arrow,,,,,\nhttps://h/x/c.arrow,7,,8,9,\n",
 			want: []Chunk{
-				{URL: "/data/ds/seg1/a.arrow", SegmentID: "s1", ChunkID: "c0", Offset: 0, Length: 100, NumRows: 10, DecodedBytes: -1, Row: 0},
-				{URL: "/abs/b.arrow", SegmentID: "abs", ChunkID: "b", Length: -1, NumRows: -1, DecodedBytes: -1, Row: 1},
-				{URL: "https://h/x/c.arrow", SegmentID: "7", ChunkID: "c", Offset: 8, Length: 9, NumRows: -1, DecodedBytes: -1, Row: 2},
+				{URL: "/data/ds/seg1/a.arrow", SegmentID: "s1", ChunkID: "c0", Offset: 0, Length: 100, Size: -1, NumRows: 10, DecodedBytes: -1, Row: 0},
+				{URL: "/abs/b.arrow", SegmentID: "abs", ChunkID: "b", Length: -1, Size: -1, NumRows: -1, DecodedBytes: -1, Row: 1},
+				{URL: "https://h/x/c.arrow", SegmentID: "7", ChunkID: "c", Offset: 8, Length: 9, Size: -1, NumRows: -1, DecodedBytes: -1, Row: 2},
 			},
 		},
 		{
 			name: "json array against an s3 catalog", format: CatalogJSON, base: "s3://bkt/ds/catalog.json",
 			data: `[{"url": "segment=3/a.arrow", "num_rows": 5, "decoded_bytes": 1000}, {"url": "../b.arrow", "segment_id": 12, "chunk_id": 4}]`,
 			want: []Chunk{
-				{URL: "s3://bkt/ds/segment=3/a.arrow", SegmentID: "3", ChunkID: "a", Length: -1, NumRows: 5, DecodedBytes: 1000, Row: 0},
-				{URL: "s3://bkt/b.arrow", SegmentID: "12", ChunkID: "4", Length: -1, NumRows: -1, DecodedBytes: -1, Row: 1},
+				{URL: "s3://bkt/ds/segment=3/a.arrow", SegmentID: "3", ChunkID: "a", Length: -1, Size: -1, NumRows: 5, DecodedBytes: 1000, Row: 0},
+				{URL: "s3://bkt/b.arrow", SegmentID: "12", ChunkID: "4", Length: -1, Size: -1, NumRows: -1, DecodedBytes: -1, Row: 1},
 			},
 		},
 		{
 			name: "json lines", format: CatalogJSON, base: "/c.jsonl",
 			data: "{\"url\": \"/x/a.arrow\"}\n{\"url\": \"/x/b.arrow\", \"length\": 3}\n",
 			want: []Chunk{
-				{URL: "/x/a.arrow", SegmentID: "x", ChunkID: "a", Length: -1, NumRows: -1, DecodedBytes: -1, Row: 0},
-				{URL: "/x/b.arrow", SegmentID: "x", ChunkID: "b", Length: 3, NumRows: -1, DecodedBytes: -1, Row: 1},
+				{URL: "/x/a.arrow", SegmentID: "x", ChunkID: "a", Length: -1, Size: -1, NumRows: -1, DecodedBytes: -1, Row: 0},
+				{URL: "/x/b.arrow", SegmentID: "x", ChunkID: "b", Length: 3, Size: -1, NumRows: -1, DecodedBytes: -1, Row: 1},
 			},
 		},
 		{name: "empty url", format: CatalogCSV, base: "/c.csv", data: "url\n/a.arrow\n \n", wantErr: `catalog /c.csv row 1: bad catalog: "url" is empty`},
@@ -124,8 +124,8 @@ func TestParseCatalogParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Chunk{
-		{URL: "file:///ds/a.arrow", SegmentID: "1", ChunkID: "a", Length: 10, NumRows: 3, DecodedBytes: -1, Row: 0},
-		{URL: "file:///ds/sub/b.arrow", SegmentID: "2", ChunkID: "b", Length: -1, NumRows: 4, DecodedBytes: -1, Row: 1},
+		{URL: "file:///ds/a.arrow", SegmentID: "1", ChunkID: "a", Length: 10, Size: -1, NumRows: 3, DecodedBytes: -1, Row: 0},
+		{URL: "file:///ds/sub/b.arrow", SegmentID: "2", ChunkID: "b", Length: -1, Size: -1, NumRows: 4, DecodedBytes: -1, Row: 1},
 	}
 	for i := range want {
 		if got[i] != want[i] {

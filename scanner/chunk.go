@@ -18,6 +18,7 @@ type Chunk struct {
 	ChunkID   string
 	Offset    int64 // first byte of the chunk in the object
 	Length    int64 // bytes on the wire; -1 means to the end of the object
+	Size      int64 // the object's size when a listing told it, else -1
 	NumRows   int64 // -1 when the catalog does not say
 	// DecodedBytes is the chunk's size once decoded, -1 when unknown.
 	DecodedBytes int64

@@ -142,7 +142,7 @@ type ipcFooter struct {
 // of an IPC file of fileSize bytes.
 func parseTrailer(trailer []byte, fileSize int64) (int64, error) {
 	if len(trailer) != ipcTrailerLen || !bytes.Equal(trailer[4:], ipcFileMagic) {
-		return 0, fmt.Errorf("%w: no Arrow IPC file magic at the end", ErrBadChunk)
+		return 0, errNotIPCFile
 	}
 	n := int64(int32(binary.LittleEndian.Uint32(trailer)))
 	if n <= 0 || n+ipcTrailerLen+8 > fileSize {
@@ -203,7 +203,11 @@ func parseFooter(footer []byte) (*ipcFooter, error) {
 	return f, nil
 }
 
-var errDictionaries = errors.New("IPC file has dictionaries")
+// Conditions that send a chunk to the whole-chunk path.
+var (
+	errDictionaries = errors.New("IPC file has dictionaries")
+	errNotIPCFile   = fmt.Errorf("%w: no Arrow IPC file magic at the end", ErrBadChunk) // a stream, or garbage
+)
 
 // footerSchema lets arrow-go decode the schema from the footer alone: it
 // reads an IPC file through tailReader, which holds only the footer and the
@@ -624,16 +628,38 @@ func decompress(raw []byte, codec int, mem memory.Allocator) (*memory.Buffer, er
 // fetchFunc reads byte ranges of one object, all at once.
 type fetchFunc func(ranges []ipcRange) ([][]byte, error)
 
+// fetchFrom serves ranges of data held in memory, counting the bytes handed out.
+func fetchFrom(data []byte, served *int64) fetchFunc {
+	return func(rs []ipcRange) ([][]byte, error) {
+		out := make([][]byte, len(rs))
+		for i, r := range rs {
+			if r.Offset < 0 || r.Length < 0 || r.Offset > int64(len(data)) || r.Length > int64(len(data))-r.Offset {
+				return nil, fmt.Errorf("%w: range %d+%d outside %d bytes", ErrBadChunk, r.Offset, r.Length, len(data))
+			}
+			out[i] = data[r.Offset : r.Offset+r.Length]
+			*served += r.Length
+		}
+		return out, nil
+	}
+}
+
 // tailGuess is how much of a file's end the first request reads: the footer
 // of a file with a few hundred batches fits, so one request usually does.
 const tailGuess = 64 << 10
 
-// readIPCColumns reads columns cols (schema field indexes, in output order)
-// of the IPC file of size bytes through fetch, in three rounds: the footer,
-// the metadata of every batch, then only those columns' buffers. It returns
-// the file's full schema and batches holding just cols. errDictionaries
-// means the file needs the whole-chunk path.
-func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, error) {
+// ipcFileLayout is an IPC file's footer and the parsed metadata of every
+// record batch, with each batch's column layouts.
+type ipcFileLayout struct {
+	footer  *ipcFooter
+	batches []*ipcBatch
+	layouts [][]columnLayout
+}
+
+// readIPCLayout reads the footer and the metadata of every batch of the IPC
+// file of size bytes through fetch (two rounds), and returns the layout and
+// the bytes fetched. errDictionaries means the file needs the whole-chunk
+// path.
+func readIPCLayout(size int64, fetch fetchFunc) (*ipcFileLayout, int64, error) {
 	var wire int64
 	get := func(rs []ipcRange) ([][]byte, error) {
 		out, err := fetch(rs)
@@ -643,16 +669,16 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 		return out, err
 	}
 	if size < ipcTrailerLen+8 {
-		return nil, nil, 0, fmt.Errorf("%w: %d bytes is too small for an Arrow IPC file", ErrBadChunk, size)
+		return nil, 0, fmt.Errorf("%w: %d bytes is too small for an Arrow IPC file", ErrBadChunk, size)
 	}
 	tailLen := min(size, tailGuess)
 	tail, err := get([]ipcRange{{size - tailLen, tailLen}})
 	if err != nil {
-		return nil, nil, wire, err
+		return nil, wire, err
 	}
 	footerLen, err := parseTrailer(tail[0][len(tail[0])-ipcTrailerLen:], size)
 	if err != nil {
-		return nil, nil, wire, err
+		return nil, wire, err
 	}
 	var footerBytes []byte
 	if footerLen+ipcTrailerLen <= tailLen {
@@ -661,40 +687,55 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 	} else {
 		more, err := get([]ipcRange{{size - ipcTrailerLen - footerLen, footerLen}})
 		if err != nil {
-			return nil, nil, wire, err
+			return nil, wire, err
 		}
 		footerBytes = more[0]
 	}
 	footer, err := parseFooter(footerBytes)
 	if err != nil {
-		return nil, nil, wire, err
-	}
-	for _, c := range cols {
-		if c < 0 || c >= len(footer.Schema.Fields()) {
-			return nil, nil, wire, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrBadChunk, len(footer.Schema.Fields()), c, footer.Schema)
-		}
+		return nil, wire, err
 	}
 	metaRanges := make([]ipcRange, len(footer.Batches))
 	for i, b := range footer.Batches {
 		if b.Offset > size || b.MetaLen > size-b.Offset || b.BodyLen > size-b.Offset-b.MetaLen {
-			return nil, nil, wire, fmt.Errorf("%w: record batch %d at %d+%d+%d is beyond the file's %d bytes", ErrBadChunk, i, b.Offset, b.MetaLen, b.BodyLen, size)
+			return nil, wire, fmt.Errorf("%w: record batch %d at %d+%d+%d is beyond the file's %d bytes", ErrBadChunk, i, b.Offset, b.MetaLen, b.BodyLen, size)
 		}
 		metaRanges[i] = ipcRange{b.Offset, b.MetaLen}
 	}
 	metas, err := get(metaRanges)
 	if err != nil {
+		return nil, wire, err
+	}
+	l := &ipcFileLayout{footer: footer, batches: make([]*ipcBatch, len(metas)), layouts: make([][]columnLayout, len(metas))}
+	for i, m := range metas {
+		if l.batches[i], err = parseBatchMessage(m); err != nil {
+			return nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+		}
+		if l.layouts[i], err = layoutColumns(footer.Schema, l.batches[i]); err != nil {
+			return nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+		}
+	}
+	return l, wire, nil
+}
+
+// readIPCColumns reads columns cols (schema field indexes, in output order)
+// of the IPC file of size bytes through fetch, in three rounds: the footer,
+// the metadata of every batch, then only those columns' buffers. It returns
+// the file's full schema, batches holding just cols, and the bytes fetched.
+// errDictionaries means the file needs the whole-chunk path.
+func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, error) {
+	l, wire, err := readIPCLayout(size, fetch)
+	if err != nil {
 		return nil, nil, wire, err
 	}
-	batches := make([]*ipcBatch, len(metas))
-	layouts := make([][]columnLayout, len(metas))
+	footer, batches, layouts := l.footer, l.batches, l.layouts
+	for _, c := range cols {
+		if c < 0 || c >= len(footer.Schema.Fields()) {
+			return nil, nil, wire, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrBadChunk, len(footer.Schema.Fields()), c, footer.Schema)
+		}
+	}
 	var bodyRanges []ipcRange
-	for i, m := range metas {
-		if batches[i], err = parseBatchMessage(m); err != nil {
-			return nil, nil, wire, fmt.Errorf("record batch %d: %w", i, err)
-		}
-		if layouts[i], err = layoutColumns(footer.Schema, batches[i]); err != nil {
-			return nil, nil, wire, fmt.Errorf("record batch %d: %w", i, err)
-		}
+	for i := range batches {
 		body := footer.Batches[i].Offset + footer.Batches[i].MetaLen
 		for _, c := range cols {
 			r := columnRange(batches[i], layouts[i][c])
@@ -704,7 +745,10 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 			bodyRanges = append(bodyRanges, ipcRange{body + r.Offset, r.Length})
 		}
 	}
-	data, err := get(bodyRanges)
+	data, err := fetch(bodyRanges)
+	for _, b := range data {
+		wire += int64(len(b))
+	}
 	if err != nil {
 		return nil, nil, wire, err
 	}

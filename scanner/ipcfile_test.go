@@ -12,18 +12,6 @@ import (
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
 
-// fetchFrom serves ranges of data, counting the bytes handed out.
-func fetchFrom(data []byte, served *int64) fetchFunc {
-	return func(rs []ipcRange) ([][]byte, error) {
-		out := make([][]byte, len(rs))
-		for i, r := range rs {
-			out[i] = data[r.Offset : r.Offset+r.Length]
-			*served += r.Length
-		}
-		return out, nil
-	}
-}
-
 // TestReadIPCColumns reads column subsets of IPC files (plain, LZ4, every
 // type) and compares them with arrow-go's decode of the whole file.
 func TestReadIPCColumns(t *testing.T) {

@@ -1,27 +1,28 @@
 package scanner
 
 import (
+	"slices"
 	"sync"
-	"sync/atomic"
 )
 
 // keepFinished is how many finished scans the registry remembers.
 const keepFinished = 64
 
 // registry is the process-wide list of scans behind remote_segments_stats():
-// every running scan and the newest finished ones.
+// every running scan and the newest finished ones. Finished scans stay live
+// objects, so a budget's in-use figure shows bytes that batches still held
+// by a DuckDB thread give back after the scan ended.
 var registry struct {
 	mu       sync.Mutex
-	nextID   atomic.Int64
-	running  map[int64]*Scan
-	finished []ScanInfo // oldest first, at most keepFinished
+	running  map[uint64]*Scan
+	finished []*Scan // oldest first, at most keepFinished
 }
 
 // ScanInfo is one row of remote_segments_stats().
 type ScanInfo struct {
-	ID     int64
+	ID     uint64
 	Source string
-	State  string // "running", "done", "cancelled" or "error"
+	State  string // "running", "done", "cancelled" (ended early: a LIMIT or an interrupt) or "error"
 	Error  string
 	Stats
 }
@@ -29,47 +30,58 @@ type ScanInfo struct {
 func register(s *Scan) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	s.id = registry.nextID.Add(1)
 	if registry.running == nil {
-		registry.running = make(map[int64]*Scan)
+		registry.running = make(map[uint64]*Scan)
 	}
 	registry.running[s.id] = s
 }
 
-func unregister(s *Scan, info ScanInfo) {
+func finish(s *Scan) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	if _, ok := registry.running[s.id]; !ok {
 		return
 	}
 	delete(registry.running, s.id)
-	registry.finished = append(registry.finished, info)
+	registry.finished = append(registry.finished, s)
 	if len(registry.finished) > keepFinished {
-		registry.finished = registry.finished[len(registry.finished)-keepFinished:]
+		registry.finished = slices.Delete(registry.finished, 0, len(registry.finished)-keepFinished)
 	}
 }
 
-// Scans returns the finished scans the process remembers, then the running
-// ones, each ordered by ID.
+// Scans describes the finished scans the process remembers and the running
+// ones, ordered by ID.
 func Scans() []ScanInfo {
 	registry.mu.Lock()
-	out := append([]ScanInfo(nil), registry.finished...)
-	running := make([]*Scan, 0, len(registry.running))
+	all := append([]*Scan(nil), registry.finished...)
 	for _, s := range registry.running {
-		running = append(running, s)
+		all = append(all, s)
 	}
 	registry.mu.Unlock()
-	for _, s := range running {
-		out = append(out, s.info("running"))
+	slices.SortFunc(all, func(a, b *Scan) int { return int(a.id) - int(b.id) })
+	out := make([]ScanInfo, len(all))
+	for i, s := range all {
+		out[i] = s.info()
 	}
-	sortByID(out)
 	return out
 }
 
-func sortByID(v []ScanInfo) {
-	for i := 1; i < len(v); i++ {
-		for j := i; j > 0 && v[j].ID < v[j-1].ID; j-- {
-			v[j], v[j-1] = v[j-1], v[j]
-		}
+func (s *Scan) info() ScanInfo {
+	state, err := s.state()
+	i := ScanInfo{ID: s.id, Source: s.plan.describeSource(), State: state, Stats: s.Stats()}
+	if err != nil {
+		i.Error = err.Error()
 	}
+	return i
+}
+
+// describeSource names the scan's source for the stats.
+func (p *Plan) describeSource() string {
+	switch {
+	case p.cfg.Rows != nil:
+		return "(LIST of catalog rows)"
+	case p.cfg.URLs != nil:
+		return "(LIST of URLs)"
+	}
+	return p.cfg.Source
 }

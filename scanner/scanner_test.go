@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -45,14 +46,14 @@ func TestResolveSource(t *testing.T) {
 		{"file url", "file://" + chunks, 6, ""},
 		{"one file", chunks + "/segment=s2/chunk-0.arrow", 1, ""},
 		{"empty glob", dir + "/none/*.arrow", 0, "nothing matches"},
-		{"missing file", dir + "/missing.arrow", 0, "missing.arrow: no such file or directory"},
+		{"missing file", dir + "/missing.arrow", 0, "missing.arrow: not found"},
 		{"empty source", "", 0, "source is empty"},
-		{"unsupported scheme", "gopher://h/x", 0, `unsupported scheme "gopher"`},
+		{"unsupported scheme", "gopher://h/x", 0, `not supported: scheme "gopher"`},
 		{"bad pattern", chunks + "/[/*.arrow", 0, "syntax error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveSource(tt.source)
+			got, err := resolveSource(context.Background(), &Config{Source: tt.source})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
@@ -66,7 +67,7 @@ func TestResolveSource(t *testing.T) {
 				t.Fatalf("got %d chunks, want %d: %+v", len(got), tt.want, got)
 			}
 			for i, c := range got {
-				if c.Row != i || c.Length != -1 || c.NumRows != -1 {
+				if c.Row != i || c.Length != -1 || c.NumRows != -1 || c.Size <= 0 || !strings.HasPrefix(c.URL, "file:///") {
 					t.Errorf("chunk %d = %+v", i, c)
 				}
 			}
@@ -80,6 +81,10 @@ func TestSegmentAndChunkID(t *testing.T) {
 		{"/d/segment=a/x/y/part.ipc", "a", "part"},
 		{"/data/seg7/part-0001.arrow", "seg7", "part-0001"},
 		{"rel/p.arrows", "rel", "p"},
+		{"s3://bkt/seg/x.arrow", "seg", "x"},
+		{"s3://bkt/x.arrow", "", "x"},
+		{"https://h:8080/d/segment=9/x.arrow?sig=abc", "9", "x"},
+		{"file:///a/b/c.ipc", "b", "c"},
 	}
 	for _, tt := range tests {
 		if got := segmentOf(tt.path); got != tt.segment {
@@ -129,7 +134,10 @@ func TestScanConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scan := plan.Start(context.Background())
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	rows := map[string]int64{}
 	sumX := map[string]int64{}
@@ -150,6 +158,7 @@ func TestScanConcurrent(t *testing.T) {
 					if n == 0 {
 						break
 					}
+					b.Consumed(n)
 					x := b.Record.Column(0).(*array.Int64)
 					var s int64
 					for i := start; i < start+n; i++ {
@@ -167,13 +176,14 @@ func TestScanConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	st := scan.Close()
+	scan.Close()
+	st := scan.Stats()
 	for _, s := range stats {
 		if rows[s.Segment] != s.Rows || sumX[s.Segment] != s.SumX {
 			t.Errorf("segment %s: rows %d sum_x %d, want %d %d", s.Segment, rows[s.Segment], sumX[s.Segment], s.Rows, s.SumX)
 		}
 	}
-	if st.Chunks != 6 || st.WireBytes <= 0 {
+	if st.Chunks != 6 || st.WireBytes <= 0 || st.Budget.InUse != 0 || st.Budget.Peak <= 0 {
 		t.Errorf("stats = %+v", st)
 	}
 }
@@ -188,7 +198,10 @@ func TestScanCloseEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scan := plan.Start(context.Background())
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := scan.Next()
 	if err != nil || b == nil {
 		t.Fatalf("Next = %v, %v", b, err)
@@ -199,9 +212,12 @@ func TestScanCloseEarly(t *testing.T) {
 	if _, err := scan.Next(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next after Close = %v, want context.Canceled", err)
 	}
+	if in := scan.Stats().Budget.InUse; in != 0 {
+		t.Errorf("budget holds %d bytes after Close", in)
+	}
 	var found bool
 	for _, s := range Scans() {
-		if s.ID == scan.id {
+		if s.ID == scan.ID() {
 			found = true
 			if s.State != "cancelled" {
 				t.Errorf("state = %q, want cancelled", s.State)
@@ -233,7 +249,10 @@ func TestSchemaMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scan := plan.Start(context.Background())
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer scan.Close()
 	for {
 		b, err := scan.Next()
@@ -247,5 +266,241 @@ func TestSchemaMismatch(t *testing.T) {
 			t.Fatal("scan ended without the schema error")
 		}
 		b.Close()
+	}
+}
+
+// drain reads a whole scan on threads goroutines, consuming each batch in
+// vector-sized slices, and returns rows and sum(x) per segment.
+func drain(t *testing.T, scan *Scan, threads int, slow time.Duration) (map[string]int64, map[string]int64) {
+	t.Helper()
+	var mu sync.Mutex
+	rows, sumX := map[string]int64{}, map[string]int64{}
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Go(func() {
+			for {
+				b, err := scan.Next()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if b == nil {
+					return
+				}
+				x, _ := b.Column(0).(*array.Int64)
+				for {
+					start, n := b.Take(2048)
+					if n == 0 {
+						break
+					}
+					var s int64
+					if x != nil {
+						for i := start; i < start+n; i++ {
+							if x.IsValid(int(i)) {
+								s += x.Value(int(i))
+							}
+						}
+					}
+					time.Sleep(slow)
+					b.Consumed(n)
+					mu.Lock()
+					rows[b.Chunk.SegmentID] += n
+					sumX[b.Chunk.SegmentID] += s
+					mu.Unlock()
+				}
+				b.Close()
+			}
+		})
+	}
+	wg.Wait()
+	return rows, sumX
+}
+
+// TestScanBudget runs a scan whose budget holds only a few chunks, with a
+// slow consumer: the budget's peak stays at its cap, and every byte comes
+// back.
+func TestScanBudget(t *testing.T) {
+	dir := t.TempDir()
+	stats, err := datagen.Write(dir, datagen.Spec{Segments: 4, ChunksPerSegment: 6, RowsPerChunk: 4000, BatchesPerChunk: 2, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 400 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, sumX := drain(t, scan, 3, time.Millisecond)
+	scan.Close()
+	for _, s := range stats {
+		if rows[s.Segment] != s.Rows || sumX[s.Segment] != s.SumX {
+			t.Errorf("segment %s: rows %d sum %d, want %d %d", s.Segment, rows[s.Segment], sumX[s.Segment], s.Rows, s.SumX)
+		}
+	}
+	b := scan.Stats().Budget
+	if b.InUse != 0 {
+		t.Errorf("budget in use %d after the scan", b.InUse)
+	}
+	if b.Peak > b.Cap && b.OversizeAdmits == 0 && b.Overcommits == 0 {
+		t.Errorf("peak %d above cap %d without an oversize admit or overcommit", b.Peak, b.Cap)
+	}
+	if b.Waits == 0 {
+		t.Errorf("a budget of %d for 24 chunks never made the pipeline wait: %s", b.Cap, b)
+	}
+}
+
+// TestScanOrdered checks catalog order with ordered delivery.
+func TestScanOrdered(t *testing.T) {
+	dir, _ := writeDataset(t)
+	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), Ordered: true, MemoryBudget: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scan.Close()
+	if scan.MaxThreads() != 1 {
+		t.Errorf("ordered scan allows %d threads", scan.MaxThreads())
+	}
+	last := -1
+	for {
+		b, err := scan.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == nil {
+			break
+		}
+		if b.Chunk.Row < last {
+			t.Fatalf("chunk %d after chunk %d", b.Chunk.Row, last)
+		}
+		last = b.Chunk.Row
+		b.Close()
+	}
+	if last != len(plan.Chunks)-1 {
+		t.Errorf("last chunk %d of %d", last, len(plan.Chunks))
+	}
+}
+
+// TestScanProjected reads one column of IPC files: only its bytes travel.
+func TestScanProjected(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 2, RowsPerChunk: 30000, BatchesPerChunk: 2, Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	// Segments s0 chunk 0 and s1 chunk 1 are IPC files; the glob takes those.
+	src := filepath.Join(dir, "chunks/segment=s0/chunk-0.arrow")
+	plan, err := Bind(context.Background(), Config{Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullRows, fullSum := drain(t, full, 1, 0)
+	full.Close()
+
+	plan, err = Bind(context.Background(), Config{Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj, err := plan.Start(context.Background(), []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, sum := drain(t, proj, 1, 0)
+	proj.Close()
+	if rows["s0"] != fullRows["s0"] || sum["s0"] != fullSum["s0"] || rows["s0"] == 0 {
+		t.Errorf("projected: rows %v sum %v, full: rows %v sum %v", rows, sum, fullRows, fullSum)
+	}
+	ps, fs := proj.Stats(), full.Stats()
+	if !ps.ProjectedIO || ps.WireBytes*2 > fs.WireBytes {
+		t.Errorf("projected scan read %d bytes (projected=%v), the full one %d", ps.WireBytes, ps.ProjectedIO, fs.WireBytes)
+	}
+}
+
+// TestScanCorruptChunk fails the scan naming the chunk, and refunds.
+func TestScanCorruptChunk(t *testing.T) {
+	dir, _ := writeDataset(t)
+	bad := filepath.Join(dir, "chunks/segment=s1/chunk-1.arrow")
+	data, err := os.ReadFile(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got error
+	for {
+		b, err := scan.Next()
+		if err != nil {
+			got = err
+			break
+		}
+		if b == nil {
+			break
+		}
+		b.Close()
+	}
+	scan.Close()
+	if !errors.Is(got, ErrBadChunk) || !strings.Contains(got.Error(), "segment=s1/chunk-1.arrow") {
+		t.Fatalf("err = %v", got)
+	}
+	if in := scan.Stats().Budget.InUse; in != 0 {
+		t.Errorf("budget holds %d after a failed scan", in)
+	}
+}
+
+// TestUnionByName reads chunks whose columns differ.
+func TestUnionByName(t *testing.T) {
+	dir, _ := writeDataset(t)
+	other := arrow.NewSchema([]arrow.Field{{Name: "y", Type: arrow.PrimitiveTypes.Int32}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, other)
+	bld.Field(0).(*array.Int32Builder).AppendValues([]int32{7, 8}, nil)
+	bld.Field(1).(*array.Int64Builder).AppendValues([]int64{100, 200}, nil)
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	defer rec.Release()
+	path := filepath.Join(dir, "chunks/segment=s9/zz.arrow")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := datagen.WriteChunk(path, []arrow.RecordBatch{rec}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks")}); err != nil {
+		t.Fatal(err) // binds: the mismatch shows when the chunk is read
+	}
+	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), UnionByName: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plan.Schema.Fields()); n != 6 || plan.Schema.Field(5).Name != "y" {
+		t.Fatalf("union schema %s", plan.Schema)
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, sum := drain(t, scan, 2, 0)
+	scan.Close()
+	if rows["s9"] != 2 || sum["s9"] != 300 {
+		t.Errorf("segment s9: rows %d sum %d", rows["s9"], sum["s9"])
 	}
 }

@@ -1,192 +1,150 @@
 package scanner
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
-	"os"
 	"path"
-	"path/filepath"
-	"sort"
 	"strings"
+
+	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/store"
 )
 
 // ErrNoChunks is returned when a source resolves to no chunk at all.
 var ErrNoChunks = errors.New("no chunks")
 
-// resolveSource turns the source argument into catalog rows. This version
-// knows local paths, file:// URLs, globs and directories (prefixes).
-func resolveSource(source string) ([]Chunk, error) {
-	if source == "" {
-		return nil, fmt.Errorf("remote_segments: source is empty: give a path, glob, URL or catalog")
+// domains holds the process's schedulers and stores, one per store domain,
+// shared by every scan.
+var domains = iosched.NewDomains(iosched.Options{})
+
+// openObject returns the scheduler and store of rawURL's domain and the
+// object's name in it.
+func openObject(rawURL string, cfg *Config) (*iosched.Scheduler, store.Store, string, error) {
+	s, st, name, err := domains.OpenTuned(rawURL, cfg.Store, cfg.schedulerOptions())
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("remote_segments: %w", err)
 	}
-	p, err := localPath(source)
+	return s, st, name, nil
+}
+
+// resolveSource turns the scan's source into catalog rows: inline rows, a
+// list of URLs, a catalog file, a glob, a prefix or one object.
+func resolveSource(ctx context.Context, cfg *Config) ([]Chunk, error) {
+	switch {
+	case cfg.Rows != nil:
+		return ChunksFromRows(cfg.Rows, "", "(LIST argument)")
+	case cfg.URLs != nil:
+		if len(cfg.URLs) == 0 {
+			return nil, fmt.Errorf("remote_segments: %w: the LIST of URLs is empty", ErrNoChunks)
+		}
+		rows := make([]Row, len(cfg.URLs))
+		for i, u := range cfg.URLs {
+			rows[i] = Row{colURL: u}
+		}
+		return ChunksFromRows(rows, "", "(LIST argument)")
+	}
+	source := strings.TrimSpace(cfg.Source)
+	if source == "" {
+		return nil, fmt.Errorf("remote_segments: source is empty: give a path, glob, URL, catalog file or LIST")
+	}
+	if f := catalogFormatOf(source); f != 0 && !hasGlobMeta(source) {
+		return readCatalog(ctx, cfg, source, f)
+	}
+	_, st, name, err := openObject(source, cfg)
 	if err != nil {
 		return nil, err
 	}
-	var files []string
+	var objs []store.ObjectInfo
 	switch {
-	case hasGlobMeta(p):
-		files, err = globLocal(p)
-		if err != nil {
-			return nil, fmt.Errorf("remote_segments: glob %q: %w", source, err)
+	case hasGlobMeta(name):
+		objs, err = store.Glob(ctx, st, name)
+		if err == nil && len(objs) == 0 {
+			err = fmt.Errorf("%w: nothing matches %q", ErrNoChunks, source)
 		}
-		if len(files) == 0 {
-			return nil, fmt.Errorf("remote_segments: %w: nothing matches %q", ErrNoChunks, source)
+	case strings.HasSuffix(name, "/"):
+		objs, err = st.List(ctx, name)
+		if err == nil && len(objs) == 0 {
+			err = fmt.Errorf("%w: nothing under %q", ErrNoChunks, source)
 		}
 	default:
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("remote_segments: %s: %w", source, unwrapPathError(err))
-		}
-		if st.IsDir() {
-			files, err = walkFiles(p, func(string) bool { return true })
-			if err != nil {
-				return nil, fmt.Errorf("remote_segments: list %q: %w", source, err)
+		// One object, or a folder named without its trailing slash.
+		var size int64
+		size, err = st.Size(ctx, name)
+		if err == nil {
+			objs = []store.ObjectInfo{{Name: name, Size: size}}
+		} else if st.IsNotFound(err) {
+			if listed, lerr := st.List(ctx, name+"/"); lerr == nil && len(listed) > 0 {
+				objs, err = listed, nil
 			}
-			if len(files) == 0 {
-				return nil, fmt.Errorf("remote_segments: %w: directory %q holds no files", ErrNoChunks, source)
-			}
-		} else {
-			files = []string{p}
 		}
 	}
-	chunks := make([]Chunk, len(files))
-	for i, f := range files {
-		chunks[i] = Chunk{
-			URL:          f,
-			SegmentID:    segmentOf(f),
-			ChunkID:      chunkIDOf(f),
-			Length:       -1,
-			NumRows:      -1,
-			DecodedBytes: -1,
-			Row:          i,
-		}
+	if err != nil {
+		return nil, fmt.Errorf("remote_segments: %w", err)
+	}
+	chunks := make([]Chunk, len(objs))
+	for i, o := range objs {
+		u := st.URL(o.Name)
+		chunks[i] = Chunk{URL: u, SegmentID: segmentOf(u), ChunkID: chunkIDOf(u),
+			Length: -1, Size: o.Size, NumRows: -1, DecodedBytes: -1, Row: i}
 	}
 	return chunks, nil
 }
 
-// unwrapPathError drops the *fs.PathError wrapper whose text repeats the path.
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// localPath maps a plain path or file:// URL to a filesystem path.
-func localPath(source string) (string, error) {
-	if !strings.Contains(source, "://") {
-		return source, nil
-	}
-	u, err := url.Parse(source)
+// readCatalog fetches and parses a catalog file.
+func readCatalog(ctx context.Context, cfg *Config, source string, f CatalogFormat) ([]Chunk, error) {
+	sched, st, name, err := openObject(source, cfg)
 	if err != nil {
-		return "", fmt.Errorf("remote_segments: source %q: %w", source, err)
+		return nil, err
 	}
-	if u.Scheme != "file" {
-		return "", fmt.Errorf("remote_segments: source %q: unsupported scheme %q (this build reads file:// and local paths)", source, u.Scheme)
+	data, err := sched.Fetch(ctx, []iosched.Request{{Store: st, Name: name, Offset: 0, Length: -1}})
+	if err != nil {
+		return nil, &CatalogError{Catalog: source, Row: -1, Err: err}
 	}
-	if u.Host != "" && u.Host != "localhost" {
-		return "", fmt.Errorf("remote_segments: source %q: file URL with host %q; use file:///abs/path", source, u.Host)
+	base := source
+	if !strings.Contains(base, "://") {
+		base = st.URL(name) // an absolute file:// URL, so relative rows resolve
 	}
-	return u.Path, nil
+	chunks, err := ParseCatalog(data[0], f, base)
+	var ce *CatalogError
+	if errors.As(err, &ce) {
+		ce.Catalog = source
+	}
+	return chunks, err
 }
 
 func hasGlobMeta(p string) bool { return strings.ContainsAny(p, "*?[") }
 
-// globLocal expands a pattern where * ? [..] match within one path element and
-// ** matches any number of elements. Matches come back sorted.
-func globLocal(pattern string) ([]string, error) {
-	pattern = filepath.Clean(pattern)
-	parts := strings.Split(pattern, string(filepath.Separator))
-	// The walk starts at the longest literal prefix.
-	lit := 0
-	for lit < len(parts) && !hasGlobMeta(parts[lit]) {
-		lit++
-	}
-	root := strings.Join(parts[:lit], string(filepath.Separator))
-	if root == "" {
-		root = string(filepath.Separator)
-		if !filepath.IsAbs(pattern) {
-			root = "."
+// segmentOf is the value of the last "segment=<id>" element of the URL's
+// path, or else the name of the object's parent folder.
+func segmentOf(u string) string {
+	p := u
+	if i := strings.Index(p, "://"); i >= 0 {
+		p = p[i+3:]
+		if j := strings.IndexByte(p, '/'); j >= 0 {
+			p = p[j:]
 		}
 	}
-	rest := parts[lit:]
-	for _, seg := range rest {
-		if _, err := filepath.Match(seg, ""); err != nil {
-			return nil, err
-		}
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		p = p[:i]
 	}
-	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return walkFiles(root, func(rel string) bool {
-		return matchSegments(rest, strings.Split(rel, string(filepath.Separator)))
-	})
-}
-
-// walkFiles lists the regular files under root whose path relative to root
-// keep accepts, sorted.
-func walkFiles(root string, keep func(rel string) bool) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		if keep(rel) {
-			out = append(out, p)
-		}
-		return nil
-	})
-	sort.Strings(out)
-	return out, err
-}
-
-func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(name); i++ {
-				if matchSegments(pat[1:], name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := filepath.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
-	}
-	return len(name) == 0
-}
-
-// segmentOf is the value of the last "segment=<id>" element of the path, or
-// else the name of the object's parent folder.
-func segmentOf(p string) string {
-	p = filepath.ToSlash(p)
 	dirs := strings.Split(path.Dir(p), "/")
 	for i := len(dirs) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(dirs[i], "segment="); ok {
 			return v
 		}
 	}
-	return path.Base(path.Dir(p))
+	if d := path.Base(path.Dir(p)); d != "/" && d != "." {
+		return d
+	}
+	return ""
 }
 
 // chunkIDOf is the object's name without its extension.
-func chunkIDOf(p string) string {
-	b := path.Base(filepath.ToSlash(p))
+func chunkIDOf(u string) string {
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	b := path.Base(u)
 	return strings.TrimSuffix(b, path.Ext(b))
 }

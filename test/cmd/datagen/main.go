@@ -19,7 +19,7 @@ func main() {
 	flag.IntVar(&spec.Segments, "segments", spec.Segments, "number of segments")
 	flag.IntVar(&spec.ChunksPerSegment, "chunks", spec.ChunksPerSegment, "chunks per segment")
 	flag.IntVar(&spec.RowsPerChunk, "rows", spec.RowsPerChunk, "rows in a segment's first chunk (each next one has 517 more)")
-	types := flag.Bool("types", false, "also write the types dataset (one column per Arrow type)")
+	types := flag.Bool("types", false, "also write the types dataset (one column per Arrow type) and the bad inputs")
 	flag.Parse()
 	if err := os.RemoveAll(*out); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -41,5 +41,10 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote the types dataset (%d rows, every Arrow type) to %s/types\n", datagen.TypesRows, *out)
+		if err := datagen.WriteBadInputs(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote bad inputs to %s/bad\n", *out)
 	}
 }

@@ -1,0 +1,89 @@
+package scanner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/store"
+)
+
+// Config holds the parameters of one scan. Zero values mean the defaults.
+type Config struct {
+	// The source: Rows (inline catalog rows) if set, else URLs if set, else
+	// Source (a catalog file, glob, prefix or object URL).
+	Source string
+	Rows   []Row
+	URLs   []string
+
+	Store store.Options // S3 endpoint, region, style, credentials
+
+	// MaxParallelIO sets max_parallel_io of the store domain's scheduler
+	// (shared by the scans of that domain); 0 keeps it (64 remote, 8 local).
+	MaxParallelIO int
+	// MemoryBudget caps the bytes of the scan's pipeline; 0 sizes it from
+	// the query: clamp(total bytes × BudgetFraction, 64 MiB, 1 GiB).
+	MemoryBudget   int64
+	BudgetFraction float64
+	// Ordered delivers batches in catalog order (on one DuckDB thread).
+	Ordered bool
+	// Scheduler tuning; see iosched.Options.
+	RequestSize    int64
+	CoalesceGap    int64
+	Retries        int // 0: the default (3); negative: never retry
+	RequestTimeout time.Duration
+	NoHedge        bool
+	// UnionByName lets chunks differ in their columns: they are matched by
+	// name and a chunk without a column gives NULLs.
+	UnionByName bool
+	// Trace, when set, is a path for a Chrome-trace JSON of the scan.
+	Trace string
+
+	Allocator memory.Allocator // for decoded buffers; nil means memory.DefaultAllocator
+	// DebugPanic makes the scan panic at a stage ("bind" or "next"). Tests use
+	// it to prove that a panic becomes a DuckDB error instead of a crash.
+	DebugPanic string
+}
+
+// schedulerOptions are the iosched options the scan asks of its domain.
+func (c *Config) schedulerOptions() iosched.Options {
+	o := iosched.Options{
+		RequestSize:      c.RequestSize,
+		CoalesceGap:      c.CoalesceGap,
+		NoHedge:          c.NoHedge,
+		FirstByteTimeout: c.RequestTimeout,
+		IdleTimeout:      c.RequestTimeout,
+		Retries:          c.Retries,
+		Tracer:           traceMux,
+	}
+	return o
+}
+
+// ParseBytes reads a byte count: a plain integer, or a number with a unit
+// B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024),
+// in any case, spaces allowed.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || num == "" {
+		return 0, fmt.Errorf("%q is not a byte size such as '512MiB' or '2GB'", s)
+	}
+	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("%q has unknown unit %q (use B, KB, MB, GB, KiB, MiB, GiB)", s, unit)
+	}
+	n := v * mult
+	if n > 1<<62 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return int64(n), nil
+}

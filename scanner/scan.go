@@ -1,0 +1,679 @@
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/remote-segments/remote_segments/budget"
+	"github.com/remote-segments/remote_segments/iosched"
+)
+
+// maxChunksInFlight bounds the chunks fetched or decoded at once, whatever
+// the budget allows: a goroutine each.
+const maxChunksInFlight = 4096
+
+// projectionPays is the share of a file's body below which a scan reads only
+// the selected columns' buffers instead of whole chunks (three round trips
+// per chunk instead of one, for far fewer bytes).
+const projectionPays = 0.5
+
+var nextScanID atomic.Uint64
+
+// Scan is a running scan. Next, Close and Stats are safe for concurrent use.
+type Scan struct {
+	id     uint64
+	plan   *Plan
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	start  time.Time
+	budget *budget.Budget
+	fields []int // plan fields to produce, in plan order
+	// projected: fetch only fields' buffers of IPC files.
+	projected bool
+	estimate  int64 // wire bytes of a chunk whose size is unknown
+	ready     *readyQueue
+	wg        sync.WaitGroup
+	slots     chan struct{}
+	sched     *iosched.Scheduler // the first chunk's domain, for utilization
+	ioStart   iosched.Stats
+	trace     *traceWriter
+
+	closeOnce sync.Once
+	end       time.Time
+	ioEnd     iosched.Stats
+	closed    atomic.Bool
+
+	chunks, batches, rows, wire                                         atomic.Int64
+	requests, gets, retries, hedgesIssued, hedgesWon, splits, coalesced atomic.Int64
+}
+
+// Start begins scanning. fields are the plan's field indexes the caller
+// needs (nil: all); batches hold at least those columns (see Batch.Column).
+// The scan runs until it is done, ctx is cancelled, or Close is called.
+func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
+	if fields == nil {
+		fields = make([]int, len(p.Schema.Fields()))
+		for i := range fields {
+			fields[i] = i
+		}
+	}
+	s := &Scan{id: nextScanID.Add(1), plan: p, start: time.Now(), fields: fields,
+		slots: make(chan struct{}, maxChunksInFlight)}
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	p.firstMu.Lock()
+	first := p.first
+	p.firstMu.Unlock()
+	s.estimate = int64(len(first))
+	s.projected = p.shouldProject(fields)
+
+	var total int64
+	for i := range p.Chunks {
+		total += s.wireEstimate(&p.Chunks[i])
+	}
+	capacity := p.cfg.MemoryBudget
+	if capacity <= 0 {
+		capacity = budget.Size(total, p.cfg.BudgetFraction, 0, 0)
+	}
+	s.budget = budget.New(capacity)
+	s.ready = newReadyQueue(len(p.Chunks), p.cfg.Ordered)
+	context.AfterFunc(s.ctx, s.ready.wake)
+
+	sched, _, _, err := openObject(p.Chunks[0].URL, &p.cfg)
+	if err != nil {
+		s.cancel(err)
+		return nil, err
+	}
+	if p.cfg.MaxParallelIO > 0 {
+		sched.SetParallelism(p.cfg.MaxParallelIO)
+	}
+	s.sched, s.ioStart = sched, sched.Stats()
+	if p.cfg.Trace != "" {
+		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
+		traceMux.add(s.id, s.trace)
+	}
+	register(s)
+	s.wg.Add(1)
+	go s.planChunks()
+	return s, nil
+}
+
+// shouldProject decides whether reading only fields' buffers pays.
+func (p *Plan) shouldProject(fields []int) bool {
+	if p.colBytes == nil || p.cfg.UnionByName || p.bodyLen <= 0 || len(fields) == len(p.colBytes) {
+		return false
+	}
+	var need int64
+	for _, f := range fields {
+		need += p.colBytes[f]
+	}
+	return float64(need) < projectionPays*float64(p.bodyLen)
+}
+
+// wireEstimate is the bytes chunk c will take on the wire.
+func (s *Scan) wireEstimate(c *Chunk) int64 {
+	n := s.estimate
+	switch {
+	case c.Length >= 0:
+		n = c.Length
+	case c.Size >= 0:
+		n = c.Size - c.Offset
+	}
+	if s.projected && s.plan.bodyLen > 0 {
+		var need int64
+		for _, f := range s.fields {
+			need += s.plan.colBytes[f]
+		}
+		n = int64(float64(n)*float64(need)/float64(s.plan.bodyLen)) + tailGuess
+	}
+	return max(n, 1)
+}
+
+// MaxThreads is how many threads can usefully call Next at once.
+func (s *Scan) MaxThreads() int {
+	if s.plan.cfg.Ordered {
+		return 1
+	}
+	return len(s.plan.Chunks)
+}
+
+// ID identifies the scan in Scans and in traces.
+func (s *Scan) ID() uint64 { return s.id }
+
+// fail ends the scan with err (the first error wins) and cancels the rest.
+func (s *Scan) fail(err error) {
+	s.ready.fail(err)
+	s.cancel(err)
+}
+
+// guard turns a panic of a pipeline goroutine into the scan's error: a
+// panic that escapes a goroutine would abort the host process.
+func (s *Scan) guard() {
+	if r := recover(); r != nil {
+		s.fail(fmt.Errorf("remote_segments: internal error (panic): %v\n%s", r, debug.Stack()))
+	}
+}
+
+// planChunks reserves budget for each chunk in catalog order and starts it.
+// Reservations are granted first come, first served, so the chunk a
+// consumer needs next always holds one: the budget cannot wedge.
+func (s *Scan) planChunks() {
+	defer s.wg.Done()
+	defer s.guard()
+	for i := range s.plan.Chunks {
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
+			return
+		}
+		c := &s.plan.Chunks[i]
+		lease, err := s.budget.Reserve(s.ctx, s.wireEstimate(c))
+		if err != nil {
+			<-s.slots
+			return // cancelled: Close or an earlier failure
+		}
+		s.trace.budget(s.budget.Stats())
+		s.wg.Add(1)
+		go s.runChunk(i, lease)
+	}
+}
+
+// runChunk fetches and decodes chunk i, commits its measured size and
+// queues its batches; on any failure it refunds the lease and fails the scan.
+func (s *Scan) runChunk(i int, lease *budget.Lease) {
+	defer s.wg.Done()
+	defer func() { <-s.slots }()
+	defer s.guard()
+	c := &s.plan.Chunks[i]
+	mem := &countingAllocator{Allocator: s.plan.cfg.Allocator}
+	batches, cols, retained, err := s.load(c, mem)
+	if err != nil {
+		lease.Close()
+		if s.ctx.Err() == nil {
+			var ce *ChunkError
+			if !errors.As(err, &ce) {
+				err = &ChunkError{Chunk: c, Err: err}
+			}
+			s.fail(err)
+		}
+		return
+	}
+	actual := mem.live.Load() + retained
+	lease.Commit(actual)
+	s.trace.budget(s.budget.Stats())
+	s.chunks.Add(1)
+	out := make([]*Batch, 0, len(batches))
+	cl := &chunkLease{lease: lease, open: len(batches)}
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
+	left := actual
+	for k, b := range batches {
+		share := left
+		if rows > 0 && k < len(batches)-1 {
+			share = int64(float64(actual) * float64(b.NumRows()) / float64(rows))
+		}
+		left -= share
+		out = append(out, &Batch{Chunk: c, Record: b, cols: cols, share: share, cl: cl, scan: s,
+			perRow: float64(share) / math.Max(1, float64(b.NumRows()))})
+		s.batches.Add(1)
+		s.rows.Add(b.NumRows())
+	}
+	if len(batches) == 0 {
+		lease.Close()
+	}
+	s.ready.put(i, out)
+}
+
+// load reads chunk c and decodes it with mem. It returns the batches, the
+// field → column map for them (nil: the plan's schema), and the wire bytes
+// the batches keep referencing (zero-copy decode).
+func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
+	if s.projected {
+		return s.loadColumns(c, mem)
+	}
+	var data []byte
+	if c.Row == 0 {
+		s.plan.firstMu.Lock()
+		data, s.plan.first = s.plan.first, nil
+		s.plan.firstMu.Unlock()
+	}
+	if data == nil {
+		var err error
+		if data, err = s.fetch(c, c.Offset, c.Length); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	s.wire.Add(int64(len(data)))
+	schema, batches, err := decodeIPC(data, mem)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var retained int64
+	if bytes.HasPrefix(data, ipcFileMagic) {
+		retained = int64(len(data)) // the file reader slices its buffers out of data
+	}
+	if s.plan.cfg.UnionByName {
+		out, err := conform(schema, batches, s.plan.Schema, mem)
+		return out, nil, retained, err
+	}
+	if !schema.Equal(s.plan.Schema) {
+		releaseAll(batches)
+		return nil, nil, 0, fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s; use union_by_name := true to match columns by name",
+			ErrBadChunk, schema, s.plan.Chunks[0].URL, s.plan.Schema)
+	}
+	return batches, nil, retained, nil
+}
+
+// loadColumns reads only the scan's fields of an IPC file chunk.
+func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
+	sched, st, name, err := openObject(c.URL, &s.plan.cfg)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	size := c.Length
+	if size < 0 {
+		size = c.Size - c.Offset
+		if c.Size < 0 {
+			if c.Size, err = st.Size(s.ctx, name); err != nil {
+				return nil, nil, 0, err
+			}
+			size = c.Size - c.Offset
+		}
+	}
+	fetch := func(rs []ipcRange) ([][]byte, error) {
+		reqs := make([]iosched.Request, len(rs))
+		for i, r := range rs {
+			reqs[i] = iosched.Request{Store: st, Name: name, Offset: c.Offset + r.Offset, Length: r.Length,
+				Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}}
+		}
+		return s.submit(sched, reqs)
+	}
+	schema, batches, wire, err := readIPCColumns(size, s.fields, fetch, mem)
+	s.wire.Add(wire)
+	if errors.Is(err, errDictionaries) || errors.Is(err, errNotIPCFile) {
+		// This chunk has dictionaries, or is a stream: read it whole.
+		data, err := s.fetch(c, c.Offset, c.Length)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		s.wire.Add(int64(len(data)))
+		schema, batches, err := decodeIPC(data, mem)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if !schema.Equal(s.plan.Schema) {
+			releaseAll(batches)
+			return nil, nil, 0, fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s", ErrBadChunk, schema, s.plan.Chunks[0].URL, s.plan.Schema)
+		}
+		return batches, nil, int64(len(data)), nil
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if !schema.Equal(s.plan.Schema) {
+		releaseAll(batches)
+		return nil, nil, 0, fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s", ErrBadChunk, schema, s.plan.Chunks[0].URL, s.plan.Schema)
+	}
+	cols := make([]int, len(s.plan.Schema.Fields()))
+	for i := range cols {
+		cols[i] = -1
+	}
+	for j, f := range s.fields {
+		cols[f] = j
+	}
+	return batches, cols, wire, nil
+}
+
+// fetch reads one byte range of chunk c through its domain's scheduler.
+func (s *Scan) fetch(c *Chunk, off, length int64) ([]byte, error) {
+	if c.Size == 0 {
+		return nil, fmt.Errorf("%w: the object is empty", ErrBadChunk)
+	}
+	sched, st, name, err := openObject(c.URL, &s.plan.cfg)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.submit(sched, []iosched.Request{{Store: st, Name: name, Offset: off, Length: length,
+		Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}}})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// submit runs one vector of requests and adds its IO counters to the scan's.
+func (s *Scan) submit(sched *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+	b := sched.Submit(s.ctx, reqs)
+	data, err := b.Wait()
+	st := b.Stats()
+	s.requests.Add(int64(st.Requests))
+	s.gets.Add(st.Issued)
+	s.retries.Add(st.Retries)
+	s.hedgesIssued.Add(st.HedgesIssued)
+	s.hedgesWon.Add(st.HedgesWon)
+	s.splits.Add(st.Splits)
+	s.coalesced.Add(st.Coalesced)
+	return data, err
+}
+
+// conform maps batches of schema onto the plan's schema by column name; a
+// column the chunk lacks becomes NULLs. Types were checked at bind.
+func conform(schema *arrow.Schema, batches []arrow.RecordBatch, plan *arrow.Schema, mem memory.Allocator) ([]arrow.RecordBatch, error) {
+	out := make([]arrow.RecordBatch, 0, len(batches))
+	for _, b := range batches {
+		cols := make([]arrow.Array, len(plan.Fields()))
+		for i, f := range plan.Fields() {
+			if j := schema.FieldIndices(f.Name); len(j) > 0 {
+				if !arrow.TypeEqual(schema.Field(j[0]).Type, f.Type) {
+					releaseAll(batches)
+					releaseAll(out)
+					return nil, fmt.Errorf("%w: column %q is %s, not %s as in the other chunks", ErrBadChunk, f.Name, schema.Field(j[0]).Type, f.Type)
+				}
+				cols[i] = b.Column(j[0])
+				cols[i].Retain()
+			} else {
+				cols[i] = array.MakeArrayOfNull(mem, f.Type, int(b.NumRows()))
+			}
+		}
+		out = append(out, array.NewRecordBatch(plan, cols, b.NumRows()))
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	releaseAll(batches)
+	return out, nil
+}
+
+// Next returns the next batch, or nil at the end of the scan. The caller
+// owns the batch: it calls Consumed as it copies rows out and Close when
+// done. After an error every call returns that error. Next blocks while the
+// pipeline has nothing ready.
+func (s *Scan) Next() (*Batch, error) {
+	if s.plan.cfg.DebugPanic == "next" {
+		panic("remote_segments: debug_panic at next")
+	}
+	return s.ready.pop(s.ctx)
+}
+
+// Close cancels the scan, waits for its goroutines, and frees every batch
+// not handed out; their bytes go back to the budget. Batches a caller holds
+// stay valid until closed. Close is idempotent.
+func (s *Scan) Close() {
+	s.closeOnce.Do(func() {
+		s.cancel(context.Canceled)
+		s.ready.close()
+		s.wg.Wait()
+		s.ready.close() // batches queued while the goroutines wound down
+		s.end = time.Now()
+		s.ioEnd = s.sched.Stats()
+		s.closed.Store(true)
+		if s.trace != nil {
+			traceMux.remove(s.id)
+			s.trace.budget(s.budget.Stats())
+			s.trace.write()
+		}
+		finish(s)
+	})
+}
+
+// Stats returns a snapshot of the scan's counters.
+func (s *Scan) Stats() Stats {
+	end, io := time.Now(), s.sched.Stats()
+	if s.closed.Load() {
+		end, io = s.end, s.ioEnd
+	}
+	return Stats{
+		Chunks: s.chunks.Load(), Batches: s.batches.Load(), Rows: s.rows.Load(), WireBytes: s.wire.Load(),
+		Wall:     end.Sub(s.start),
+		Requests: s.requests.Load(), GETs: s.gets.Load(), Retries: s.retries.Load(),
+		HedgesIssued: s.hedgesIssued.Load(), HedgesWon: s.hedgesWon.Load(),
+		Splits: s.splits.Load(), Coalesced: s.coalesced.Load(),
+		IOUtilization: io.Utilization(s.ioStart), Parallelism: io.Parallelism,
+		ProjectedIO: s.projected,
+		Budget:      s.budget.Stats(),
+	}
+}
+
+// state says how the scan stands: running, done, cancelled or error.
+func (s *Scan) state() (string, error) {
+	err := s.ready.error()
+	switch {
+	case err != nil && !errors.Is(err, context.Canceled):
+		return "error", err
+	case !s.closed.Load():
+		return "running", nil
+	case s.ready.finished():
+		return "done", nil
+	}
+	return "cancelled", nil
+}
+
+// chunkLease is one chunk's budget lease, shared by its batches.
+type chunkLease struct {
+	mu    sync.Mutex
+	lease *budget.Lease
+	open  int // batches not closed
+}
+
+// Batch is one decoded record batch of one chunk, consumed by one thread at a
+// time in slices of at most a DuckDB vector.
+type Batch struct {
+	Chunk  *Chunk
+	Record arrow.RecordBatch
+	cols   []int // plan field → record column, -1 if not read; nil: the same index
+	pos    int64 // rows already taken
+	share  int64 // this batch's bytes of the chunk's lease not yet released
+	perRow float64
+	cl     *chunkLease
+	scan   *Scan
+}
+
+// Column returns the array of plan field f, or nil if the batch does not
+// hold it (a field the scan was not asked for).
+func (b *Batch) Column(f int) arrow.Array {
+	if b.cols == nil {
+		return b.Record.Column(f)
+	}
+	if j := b.cols[f]; j >= 0 {
+		return b.Record.Column(j)
+	}
+	return nil
+}
+
+// Take hands out the next at most max rows: it returns the first row and the
+// count, 0 when the batch is used up.
+func (b *Batch) Take(max int64) (start, n int64) {
+	start = b.pos
+	n = min(max, b.Record.NumRows()-b.pos)
+	b.pos += n
+	return start, n
+}
+
+// Consumed gives back to the budget the bytes of n rows the caller has
+// copied out (the copy is the consumption).
+func (b *Batch) Consumed(n int64) {
+	if b.cl == nil || n <= 0 {
+		return
+	}
+	r := min(b.share, int64(b.perRow*float64(n)))
+	if r <= 0 {
+		return
+	}
+	b.share -= r
+	b.cl.mu.Lock()
+	b.cl.lease.Release(r)
+	b.cl.mu.Unlock()
+	b.scan.trace.budget(b.scan.budget.Stats())
+}
+
+// Close releases the batch's memory and what it still holds of the budget.
+// It is idempotent and safe on nil.
+func (b *Batch) Close() {
+	if b == nil || b.Record == nil {
+		return
+	}
+	b.Record.Release()
+	b.Record = nil
+	if b.cl == nil {
+		return
+	}
+	b.cl.mu.Lock()
+	if b.share > 0 {
+		b.cl.lease.Release(b.share)
+		b.share = 0
+	}
+	if b.cl.open--; b.cl.open == 0 {
+		b.cl.lease.Close() // rounding leftovers
+	}
+	b.cl.mu.Unlock()
+}
+
+// countingAllocator counts the bytes an allocator holds for one chunk.
+type countingAllocator struct {
+	memory.Allocator
+	live atomic.Int64
+}
+
+func (a *countingAllocator) Allocate(n int) []byte {
+	a.live.Add(int64(n))
+	return a.Allocator.Allocate(n)
+}
+
+func (a *countingAllocator) Reallocate(n int, b []byte) []byte {
+	a.live.Add(int64(n - len(b)))
+	return a.Allocator.Reallocate(n, b)
+}
+
+func (a *countingAllocator) Free(b []byte) {
+	a.live.Add(-int64(len(b)))
+	a.Allocator.Free(b)
+}
+
+// readyQueue holds decoded batches until a thread takes them: in any order,
+// or in catalog order when ordered.
+type readyQueue struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	ordered bool
+	q       []*Batch
+	pending map[int][]*Batch // ordered: chunks waiting for an earlier one
+	next    int              // ordered: the chunk to deliver next
+	done    int              // chunks whose batches arrived
+	total   int
+	err     error
+	closed  bool
+}
+
+func newReadyQueue(total int, ordered bool) *readyQueue {
+	r := &readyQueue{ordered: ordered, total: total, pending: map[int][]*Batch{}}
+	r.cond = sync.NewCond(&r.mu)
+	return r
+}
+
+// put queues chunk i's batches (possibly none). After close or an error
+// they are freed instead.
+func (r *readyQueue) put(i int, batches []*Batch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done++
+	if r.closed || r.err != nil {
+		for _, b := range batches {
+			b.Close()
+		}
+		return
+	}
+	if !r.ordered {
+		r.q = append(r.q, batches...)
+	} else {
+		r.pending[i] = batches
+		for {
+			bs, ok := r.pending[r.next]
+			if !ok {
+				break
+			}
+			delete(r.pending, r.next)
+			r.q = append(r.q, bs...)
+			r.next++
+		}
+	}
+	r.cond.Broadcast()
+}
+
+// pop returns the next batch, nil at the end, or the first error.
+func (r *readyQueue) pop(ctx context.Context) (*Batch, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		switch {
+		case r.err != nil:
+			return nil, r.err
+		case len(r.q) > 0:
+			b := r.q[0]
+			r.q[0] = nil
+			r.q = r.q[1:]
+			return b, nil
+		case r.done == r.total && len(r.pending) == 0:
+			return nil, nil
+		case ctx.Err() != nil:
+			return nil, context.Cause(ctx)
+		}
+		r.cond.Wait()
+	}
+}
+
+func (r *readyQueue) fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+	r.close()
+}
+
+func (r *readyQueue) wake() {
+	r.mu.Lock()
+	r.cond.Broadcast()
+	r.mu.Unlock()
+}
+
+// close frees every queued batch; later puts free theirs at once.
+func (r *readyQueue) close() {
+	r.mu.Lock()
+	r.closed = true
+	q, pending := r.q, r.pending
+	r.q, r.pending = nil, map[int][]*Batch{}
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	for _, b := range q {
+		b.Close()
+	}
+	for _, bs := range pending {
+		for _, b := range bs {
+			b.Close()
+		}
+	}
+}
+
+func (r *readyQueue) error() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// finished reports whether every chunk's batches arrived.
+func (r *readyQueue) finished() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done == r.total
+}
