@@ -76,7 +76,7 @@ TEST_DATA := build/test-data
 
 test-sql: release
 	go run ./test/cmd/datagen -types -out $(TEST_DATA)
-	go run ./test/cmd/sqltest -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -data $(CURDIR)/$(TEST_DATA) test/sql
+	go run ./test/cmd/sqltest -serve -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -data $(CURDIR)/$(TEST_DATA) test/sql
 
 bench: release tools
 	go run ./test/bench/iosched -out test/bench

@@ -45,6 +45,8 @@ func envOr(name, def string) string {
 }
 
 func main() {
+	exit := 0
+	defer func() { os.Exit(exit) }() // after the servers' deferred close
 	vars := varFlags{}
 	cli := flag.String("duckdb", envOr("SQLTEST_DUCKDB", ".tools/bin/duckdb"), "DuckDB CLI (empty: do not use)")
 	flag.StringVar(cli, "cli", *cli, "same as -duckdb")
@@ -53,6 +55,7 @@ func main() {
 	data := flag.String("data", envOr("SQLTEST_DATA", "test/data"), "data directory, for ${DATA}")
 	timeout := flag.Duration("timeout", sqllogictest.DefaultStatementTimeout, "per-statement timeout")
 	verbose := flag.Bool("v", false, "print every record")
+	withServers := flag.Bool("serve", false, "serve -data over HTTP and from versitygw (bucket \"data\") and set ${HTTP}, ${S3_ENDPOINT}, ${S3_KEY}, ${S3_SECRET}, ${S3_REGION}")
 	flag.Var(vars, "var", "NAME=VALUE for ${NAME} (repeatable)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: sqltest [flags] [FILE|DIR ...]\n")
@@ -91,14 +94,25 @@ func main() {
 		vars["DATA"] = abs(*data)
 	}
 
+	if *withServers {
+		srv, err := serve(vars["DATA"], vars)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sqltest: starting the test servers: %v\n", err)
+			os.Exit(2)
+		}
+		fmt.Printf("serving %s at %s and from versitygw at %s\n", vars["DATA"], vars["HTTP"], vars["S3_ENDPOINT"])
+		defer srv.close()
+	}
+
 	runner := sqllogictest.Runner{Out: os.Stdout, StatementTimeout: *timeout, Verbose: *verbose}
 	rep, err := runner.Run(files, hosts, vars)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sqltest: %v\n", err)
-		os.Exit(2)
+		exit = 2
+		return
 	}
 	if !rep.OK() {
-		os.Exit(1)
+		exit = 1
 	}
 }
 

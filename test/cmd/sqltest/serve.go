@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/remote-segments/remote_segments/test/s3server"
+)
+
+// servers are the real servers the SQL tests read through: Go's net/http
+// file server over the data directory, and versitygw holding the same files
+// in bucket "data".
+type servers struct {
+	http *http.Server
+	s3   *s3server.Server
+}
+
+// serve starts both servers over dataDir and sets the variables the SQL
+// files use: HTTP (base URL; paths under /forbidden/ answer 403),
+// S3_ENDPOINT, S3_KEY, S3_SECRET and S3_REGION (objects are
+// s3://data/<path under dataDir>).
+func serve(dataDir string, vars map[string]string) (*servers, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	files := http.FileServer(http.Dir(dataDir))
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/forbidden/") {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	s := &servers{http: srv}
+	vars["HTTP"] = "http://" + ln.Addr().String()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	root, err := os.MkdirTemp("", "sqltest-s3-*")
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.s3, err = s3server.Start(ctx, root, "data")
+	if err != nil {
+		os.RemoveAll(root)
+		s.close()
+		return nil, err
+	}
+	err = filepath.WalkDir(dataDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(dataDir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return s.s3.PutObject(ctx, "data", filepath.ToSlash(rel), data)
+	})
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("upload to versitygw: %w", err)
+	}
+	vars["S3_ENDPOINT"] = s.s3.Endpoint
+	vars["S3_KEY"] = s.s3.AccessKey
+	vars["S3_SECRET"] = s.s3.SecretKey
+	vars["S3_REGION"] = s.s3.Region
+	return s, nil
+}
+
+func (s *servers) close() {
+	if s.http != nil {
+		s.http.Close()
+	}
+	if s.s3 != nil {
+		dir := s.s3.Dir
+		s.s3.Close()
+		os.RemoveAll(dir)
+	}
+}
