@@ -40,12 +40,14 @@ headers:
 duckdb:
 	tools/install-duckdb-cli.sh
 
+# A go-installed versitygw does not know its version: a stamp file does.
 versitygw:
-	@if [ -x $(VERSITYGW) ] && $(VERSITYGW) --version 2>/dev/null | grep -q '$(VERSITYGW_VERSION:v%=%)'; then \
+	@if [ -x $(VERSITYGW) ] && [ "$$(cat $(VERSITYGW).version 2>/dev/null)" = "$(VERSITYGW_VERSION)" ]; then \
 		echo "versitygw $(VERSITYGW_VERSION) present: $(VERSITYGW)"; \
 	else \
 		echo "installing versitygw $(VERSITYGW_VERSION) into .tools/bin"; \
-		GOBIN=$(CURDIR)/.tools/bin go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
+		GOBIN=$(CURDIR)/.tools/bin go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION) && \
+		echo $(VERSITYGW_VERSION) > $(VERSITYGW).version; \
 	fi
 
 host:
@@ -56,11 +58,13 @@ tools: duckdb versitygw host
 demo: release duckdb
 	go run ./test/cmd/datagen -out $(DEMO_DATA)
 	@echo
-	@echo "-- DuckDB CLI: $$($(DUCKDB) -version)"
+	@echo "-- DuckDB CLI $$($(DUCKDB) -version), extension $(EXT)"
 	$(DUCKDB) -unsigned -c "LOAD '$(EXT)'; \
 		SELECT segment_id, count(*) AS rows, sum(x) AS sum_x, min(x) AS min_x, max(x) AS max_x, count(s) AS strings \
-		FROM remote_segments('$(DEMO_DATA)/chunks/**/*.arrow') GROUP BY ALL ORDER BY 1; \
-		SELECT * FROM remote_segments_stats();"
+		FROM remote_segments('$(DEMO_DATA)/chunks/**/*.arrow', memory_budget := '1MiB') GROUP BY ALL ORDER BY 1; \
+		SELECT scan_id, state, chunks, rows, wire_bytes, gets, max_parallel_io, round(io_utilization, 2) AS io_util, \
+		       budget_cap, budget_peak, budget_in_use, budget_waits, round(budget_ratio, 2) AS ratio, wall_ms \
+		FROM remote_segments_stats();"
 	@echo "-- expected (computed by the data generator): $(DEMO_DATA)/expected.csv"
 	@cut -d, -f1-5 $(DEMO_DATA)/expected.csv | column -t -s,
 
