@@ -82,8 +82,11 @@ test-sql: release
 	go run ./test/cmd/datagen -types -out $(TEST_DATA)
 	go run ./test/cmd/sqltest -serve -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -data $(CURDIR)/$(TEST_DATA) test/sql
 
+# Benchmarks print ratios against references measured in the same run.
 bench: release tools
+	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
 	go run ./test/bench/iosched -out test/bench
+	go run ./test/bench/scan -out build/bench
 
 clean:
 	rm -rf build

@@ -23,6 +23,8 @@ import (
 	"runtime/cgo"
 	"unsafe"
 
+	"math"
+	"runtime/debug"
 	"slices"
 	"strconv"
 
@@ -61,6 +63,26 @@ type threadState struct {
 	batch *scanner.Batch
 	cols  []C.rs_col // reused for every fill; Go memory holding pinned pointers
 	pin   runtime.Pinner
+}
+
+// memoryHeadroom is what the Go runtime may hold beyond the running scans'
+// budgets before its garbage collector works harder (runtime, goroutines,
+// buffers not yet collected). Released buffers are []byte, which the collector
+// need not scan, so collecting often near the limit is cheap.
+const memoryHeadroom = 64 << 20
+
+func init() {
+	// The Go runtime in this library serves only scans: keep its soft memory
+	// limit at their budgets plus headroom, so buffers the scans released are
+	// collected before the heap doubles (GOGC's default), and the host's RSS
+	// follows the budget.
+	scanner.OnBudgetChange = func(total int64) {
+		if total == 0 {
+			debug.SetMemoryLimit(math.MaxInt64)
+			return
+		}
+		debug.SetMemoryLimit(total + memoryHeadroom)
+	}
 }
 
 // vectorSize is DuckDB's STANDARD_VECTOR_SIZE, the most rows one output chunk holds.
@@ -362,9 +384,11 @@ func (t *threadState) fill(out C.duckdb_data_chunk) error {
 	}
 }
 
-// dropBatch unpins and closes the thread's current batch.
+// dropBatch unpins and closes the thread's current batch, and clears the
+// descriptors: their pointers would keep the batch's buffers reachable.
 func (t *threadState) dropBatch() {
 	t.pin.Unpin()
+	clear(t.cols)
 	t.batch.Close()
 	t.batch = nil
 }

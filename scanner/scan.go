@@ -217,11 +217,16 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 	for _, b := range batches {
 		rows += b.NumRows()
 	}
-	left := actual
+	// Bytes the batches reference zero-copy in the fetched buffer are freed
+	// only when the last batch of the chunk goes: they stay held until then
+	// (the chunk lease's Close). Only the decoded, separately allocated
+	// bytes are handed back per consumed vector.
+	perVector := actual - retained
+	left := perVector
 	for k, b := range batches {
 		share := left
 		if rows > 0 && k < len(batches)-1 {
-			share = int64(float64(actual) * float64(b.NumRows()) / float64(rows))
+			share = int64(float64(perVector) * float64(b.NumRows()) / float64(rows))
 		}
 		left -= share
 		out = append(out, &Batch{Chunk: c, Record: b, cols: cols, share: share, cl: cl, scan: s,
@@ -242,6 +247,11 @@ func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int,
 	if s.projected {
 		return s.loadColumns(c, mem)
 	}
+	return s.loadWhole(c, mem)
+}
+
+// loadWhole reads chunk c in one request and decodes all of it.
+func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
 	var data []byte
 	if c.Row == 0 {
 		s.plan.firstMu.Lock()
@@ -249,8 +259,14 @@ func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int,
 		s.plan.firstMu.Unlock()
 	}
 	if data == nil {
+		length := c.Length
+		if length < 0 && c.Size >= 0 {
+			// A known length: one exact buffer, and the scheduler can split
+			// the range into parallel parts.
+			length = c.Size - c.Offset
+		}
 		var err error
-		if data, err = s.fetch(c, c.Offset, c.Length); err != nil {
+		if data, err = s.fetch(c, c.Offset, length); err != nil {
 			return nil, nil, 0, err
 		}
 	}
@@ -282,14 +298,13 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		return nil, nil, 0, err
 	}
 	size := c.Length
-	if size < 0 {
+	if size < 0 && c.Size >= 0 {
 		size = c.Size - c.Offset
-		if c.Size < 0 {
-			if c.Size, err = st.Size(s.ctx, name); err != nil {
-				return nil, nil, 0, err
-			}
-			size = c.Size - c.Offset
-		}
+	}
+	if size < 0 {
+		// The tail of an object of unknown size needs a HEAD, which is not
+		// a range request of the scheduler: read the chunk whole instead.
+		return s.loadWhole(c, mem)
 	}
 	fetch := func(rs []ipcRange) ([][]byte, error) {
 		reqs := make([]iosched.Request, len(rs))
@@ -302,21 +317,7 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	schema, batches, wire, err := readIPCColumns(size, s.fields, fetch, mem)
 	s.wire.Add(wire)
 	if errors.Is(err, errDictionaries) || errors.Is(err, errNotIPCFile) {
-		// This chunk has dictionaries, or is a stream: read it whole.
-		data, err := s.fetch(c, c.Offset, c.Length)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		s.wire.Add(int64(len(data)))
-		schema, batches, err := decodeIPC(data, mem)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		if !schema.Equal(s.plan.Schema) {
-			releaseAll(batches)
-			return nil, nil, 0, fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s", ErrBadChunk, schema, s.plan.Chunks[0].URL, s.plan.Schema)
-		}
-		return batches, nil, int64(len(data)), nil
+		return s.loadWhole(c, mem) // dictionaries, or a stream: read it whole
 	}
 	if err != nil {
 		return nil, nil, 0, err

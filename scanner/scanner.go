@@ -83,7 +83,11 @@ func (p *Plan) fetchWhole(ctx context.Context, c *Chunk, query uint64) ([]byte, 
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
-	data, err := sched.Fetch(ctx, []iosched.Request{{Store: st, Name: name, Offset: c.Offset, Length: c.Length,
+	length := c.Length
+	if length < 0 && c.Size >= 0 {
+		length = c.Size - c.Offset
+	}
+	data, err := sched.Fetch(ctx, []iosched.Request{{Store: st, Name: name, Offset: c.Offset, Length: length,
 		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}}})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}

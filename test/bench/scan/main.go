@@ -1,0 +1,210 @@
+// Command scan measures remote_segments in the real DuckDB CLI, each figure
+// a ratio against a reference measured in the same run:
+//
+//	go run ./test/bench/scan [-gib 1] [-out build/bench]
+//
+//  1. memory: a scan of ≥ 1 GiB with a slow consumer (one DuckDB thread and
+//     a costly expression), at memory_budget 64 MiB and 512 MiB: the CLI's
+//     peak RSS (getrusage of the child), against the budget; and the budget's
+//     own peak from remote_segments_stats();
+//  2. IO: the same files over HTTP behind the fault proxy with 30 ms per
+//     request, max_parallel_io := 32: the time-averaged in-flight count at
+//     the proxy during the scan, divided by 32, and its maximum;
+//  3. speed: SELECT sum(…) over fixed-width and short-string columns of the
+//     local files, rows/s against DuckDB's read_parquet of the same rows and
+//     against a native DuckDB table.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/remote-segments/remote_segments/test/datagen"
+	"github.com/remote-segments/remote_segments/test/faultproxy"
+)
+
+var (
+	duckdb = flag.String("duckdb", ".tools/bin/duckdb", "DuckDB CLI")
+	ext    = flag.String("ext", "build/release/remote_segments.duckdb_extension", "the extension")
+	out    = flag.String("out", "build/bench", "where the dataset goes")
+	gib    = flag.Float64("gib", 1.1, "dataset size in GiB")
+	reps   = flag.Int("reps", 3, "repetitions of each timed query (the best counts)")
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	absExt, _ := filepath.Abs(*ext)
+	dir, _ := filepath.Abs(filepath.Join(*out, "scan-data"))
+	rowsPerChunk := 1 << 20
+	chunks := int(math.Ceil(*gib * (1 << 30) / float64(rowsPerChunk) / 33)) // ~33 bytes a row
+	rows, size := prepare(dir, chunks, rowsPerChunk)
+	fmt.Printf("dataset: %d chunks, %d rows, %.2f GiB of uncompressed Arrow IPC files in %s\n\n", chunks, rows, float64(size)/(1<<30), dir)
+
+	memory(absExt, dir, size)
+	io(absExt, dir, chunks)
+	speed(absExt, dir, rows)
+}
+
+// prepare writes the dataset unless a complete one is there.
+func prepare(dir string, chunks, rowsPerChunk int) (int64, int64) {
+	stamp := filepath.Join(dir, fmt.Sprintf(".complete-%d-%d", chunks, rowsPerChunk))
+	if data, err := os.ReadFile(stamp); err == nil {
+		f := strings.Fields(string(data))
+		r, _ := strconv.ParseInt(f[0], 10, 64)
+		s, _ := strconv.ParseInt(f[1], 10, 64)
+		return r, s
+	}
+	os.RemoveAll(dir)
+	rows, size, err := datagen.WriteBench(dir, chunks, rowsPerChunk)
+	if err != nil {
+		log.Fatal(err)
+	}
+	os.WriteFile(stamp, []byte(fmt.Sprintf("%d %d", rows, size)), 0o644)
+	return rows, size
+}
+
+// cli runs sql in a fresh CLI with the extension loaded and returns its
+// output and peak RSS in bytes.
+func cli(ext, sql string, env ...string) (string, int64) {
+	cmd := exec.Command(*duckdb, "-unsigned", "-csv", "-noheader", "-c", "LOAD '"+ext+"'; "+sql)
+	cmd.Env = append(append(os.Environ(), "DUCKDB_AGENT_MODE=0"), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		log.Fatalf("duckdb: %v\n%s\n%s", err, stderr.String(), sql)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return stdout.String(), ru.Maxrss * 1024
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+
+func memory(ext, dir string, size int64) {
+	fmt.Println("== memory: one DuckDB thread, a costly expression per row (slow consumer)")
+	fmt.Printf("%-10s %12s %14s %12s %12s %10s\n", "budget", "peak RSS", "RSS - budget", "budget peak", "budget cap", "waits")
+	for _, budget := range []int64{64 << 20, 512 << 20} {
+		sql := fmt.Sprintf(`SET threads = 1;
+SELECT sum(hash(s || CAST(x AS VARCHAR))) FROM remote_segments('%s/**/*.arrow', memory_budget := '%d');
+SELECT budget_peak, budget_cap, budget_waits, budget_oversize FROM remote_segments_stats();`, dir, budget)
+		outText, rss := cli(ext, sql)
+		lines := strings.Split(strings.TrimSpace(outText), "\n")
+		f := strings.Split(lines[len(lines)-1], ",")
+		peak, _ := strconv.ParseInt(f[0], 10, 64)
+		cap, _ := strconv.ParseInt(f[1], 10, 64)
+		fmt.Printf("%-10s %12s %14s %12s %12s %10s   (goal: RSS - budget <= 200 MiB; peak <= cap unless oversize=%s)\n",
+			mib(budget), mib(rss), mib(rss-budget), mib(peak), mib(cap), f[2], f[3])
+	}
+	fmt.Printf("(the dataset is %s: without the budget a scan could hold all of it)\n\n", mib(size))
+}
+
+func io(ext, dir string, chunks int) {
+	fmt.Println("== IO: HTTP behind the fault proxy, 30 ms per request, max_parallel_io := 32")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(dir))}
+	go srv.Serve(ln)
+	defer srv.Close()
+	proxy, err := faultproxy.New("http://"+ln.Addr().String(), faultproxy.Config{Latency: 30 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer proxy.Close()
+	var urls []string
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(p, ".arrow") {
+			rel, _ := filepath.Rel(dir, p)
+			// A catalog row with its length, as catalogs carry: the
+			// scheduler can split a known range into parallel parts.
+			urls = append(urls, fmt.Sprintf("{url: '%s/%s', length: %d}", proxy.URL, filepath.ToSlash(rel), info.Size()))
+		}
+		return nil
+	})
+	sort.Strings(urls)
+	sql := fmt.Sprintf(`SELECT sum(x) FROM remote_segments([%s], max_parallel_io := 32, memory_budget := '1GiB');
+SELECT gets, retries, hedges, round(io_utilization, 3), wall_ms FROM remote_segments_stats();`, strings.Join(urls, ", "))
+	proxy.ResetMax()
+	proxy.StartWindow()
+	start := time.Now()
+	outText, _ := cli(ext, sql)
+	wall := time.Since(start)
+	avg, max, window := proxy.Window()
+	lines := strings.Split(strings.TrimSpace(outText), "\n")
+	// The window spans the CLI's start and bind, when nothing is in flight;
+	// the scan's share is what the stats time: correct the average for it.
+	f := strings.Split(lines[len(lines)-1], ",")
+	scanMs, _ := strconv.ParseFloat(f[4], 64)
+	scanAvg := avg * window.Seconds() / (scanMs / 1000)
+	fmt.Printf("one column (projected IO: footer, batch metadata, then only x's buffers): GETs %s (retries %s, hedges %s), scan %.0f ms of %.0f ms\n", f[0], f[1], f[2], scanMs, float64(wall.Milliseconds()))
+	fmt.Printf("in flight at the proxy: time-average during the scan %.1f / 32 = %.2f (goal >= 0.90), max %d (goal <= 32 + hedges)\n",
+		scanAvg, scanAvg/32, max)
+	fmt.Printf("scheduler's own utilization figure: %s\n\n", f[3])
+}
+
+var runTime = regexp.MustCompile(`Run Time \(s\): real ([0-9.]+)`)
+
+// timed runs setup, then query reps times with .timer on, and returns the
+// best time.
+func timed(ext, setup, query string) time.Duration {
+	var sb strings.Builder
+	sb.WriteString(setup + "\n.timer on\n")
+	for range *reps {
+		sb.WriteString(query + "\n")
+	}
+	cmd := exec.Command(*duckdb, "-unsigned", "-csv", "-noheader")
+	cmd.Stdin = strings.NewReader("LOAD '" + ext + "';\n" + sb.String())
+	cmd.Env = append(os.Environ(), "DUCKDB_AGENT_MODE=0")
+	outBytes, err := cmd.CombinedOutput()
+	if err != nil {
+		log.Fatalf("duckdb: %v\n%s", err, outBytes)
+	}
+	best := time.Duration(math.MaxInt64)
+	sc := bufio.NewScanner(bytes.NewReader(outBytes))
+	for sc.Scan() {
+		if m := runTime.FindStringSubmatch(sc.Text()); m != nil {
+			s, _ := strconv.ParseFloat(m[1], 64)
+			best = min(best, time.Duration(s*float64(time.Second)))
+		}
+	}
+	if best == math.MaxInt64 {
+		log.Fatalf("no timing in:\n%s", outBytes)
+	}
+	return best
+}
+
+func speed(ext, dir string, rows int64) {
+	fmt.Println("== speed: SELECT sum(x), sum(i), sum(d), sum(length(s)) over local files, best of", *reps)
+	parquet := filepath.Join(filepath.Dir(dir), "scan-data.parquet")
+	db := filepath.Join(filepath.Dir(dir), "scan-data.duckdb")
+	if _, err := os.Stat(parquet); err != nil {
+		cli(ext, fmt.Sprintf(`COPY (SELECT x, i, d, s FROM remote_segments('%s/**/*.arrow')) TO '%s' (FORMAT parquet);`, dir, parquet))
+	}
+	os.Remove(db)
+	agg := "sum(x), sum(i), sum(d), sum(length(s))"
+	rs := timed(ext, "", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir))
+	pq := timed(ext, "", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet))
+	native := timed(ext, fmt.Sprintf("CREATE TABLE t AS SELECT x, i, d, s FROM read_parquet('%s');", parquet), fmt.Sprintf("SELECT %s FROM t;", agg))
+	rate := func(d time.Duration) float64 { return float64(rows) / d.Seconds() / 1e6 }
+	fmt.Printf("%-28s %8.3f s %8.1f M rows/s\n", "remote_segments (IPC)", rs.Seconds(), rate(rs))
+	fmt.Printf("%-28s %8.3f s %8.1f M rows/s\n", "read_parquet (same rows)", pq.Seconds(), rate(pq))
+	fmt.Printf("%-28s %8.3f s %8.1f M rows/s\n", "native DuckDB table", native.Seconds(), rate(native))
+	fmt.Printf("ratio remote_segments / read_parquet = %.2f (goal > 1: faster)\n", rate(rs)/rate(pq))
+	fmt.Printf("ratio remote_segments / native table = %.2f\n", rate(rs)/rate(native))
+}
