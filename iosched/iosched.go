@@ -746,14 +746,6 @@ func (s *Scheduler) run(id int, t *task) {
 		s.finish(t, nil, true)
 		return
 	}
-	if t.length >= 0 && t.buf == nil {
-		// Allocated when the first part starts, not at Submit: queued work
-		// holds no memory. Not under b.mu: clearing megabytes would
-		// serialize the workers.
-		sp := t.sp
-		sp.alloc.Do(func() { sp.buf = make([]byte, sp.length) })
-		t.buf = sp.buf[t.partAt : t.partAt+t.length]
-	}
 	t.attempts++
 	issued := time.Now()
 	err := s.attempt(id, t)
@@ -838,7 +830,7 @@ func (s *Scheduler) attempt(id int, t *task) error {
 			timer = time.AfterFunc(d, func() { s.startHedge(id, t, hs, from, cancel) })
 		}
 	}
-	n, err := s.getInto(ctx, cancel, id, t, "GET", t.off+from, t.buf[from:])
+	n, err := s.getInto(ctx, cancel, id, t, "GET", t.off+from, want, func() []byte { return s.buffer(t)[from:] })
 	t.done = from + int64(n)
 	if timer != nil {
 		timer.Stop()
@@ -863,7 +855,7 @@ func (s *Scheduler) attempt(id int, t *task) error {
 		hs.mu.Unlock()
 	}
 	if won {
-		copy(t.buf[from:], hs.buf)
+		copy(s.buffer(t)[from:], hs.buf)
 		t.done = t.length
 		s.hedgesWon.Add(1)
 		b.hedgesWon.Add(1)
@@ -898,11 +890,14 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 	hs.started = true
 	ctx, cancel := context.WithCancelCause(t.b.ctx)
 	hs.cancel = cancel
-	buf := make([]byte, t.length-from)
 	go func() {
 		defer s.wg.Done()
 		defer cancel(nil)
-		_, err := s.getInto(ctx, cancel, id, t, "hedge", t.off+from, buf)
+		var buf []byte
+		_, err := s.getInto(ctx, cancel, id, t, "hedge", t.off+from, t.length-from, func() []byte {
+			buf = make([]byte, t.length-from)
+			return buf
+		})
 		s.mu.Lock()
 		s.hedging--
 		s.mu.Unlock()
@@ -917,14 +912,29 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 	}()
 }
 
-// getInto reads len(buf) bytes at off into buf with first-byte and idle
-// timeouts, and reports the GET to the stats and the tracer.
-func (s *Scheduler) getInto(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task, name string, off int64, buf []byte) (int, error) {
+// buffer returns t's slice of its span's buffer, allocating the span's
+// buffer on first use. It is called once the response headers are in, so
+// that clearing megabytes overlaps with the body's arrival instead of
+// delaying the request; and it is not called under b.mu, which would
+// serialize the workers.
+func (s *Scheduler) buffer(t *task) []byte {
+	if t.buf == nil {
+		sp := t.sp
+		sp.alloc.Do(func() { sp.buf = make([]byte, sp.length) })
+		t.buf = sp.buf[t.partAt : t.partAt+t.length]
+	}
+	return t.buf
+}
+
+// getInto reads length bytes at off into buf() with first-byte and idle
+// timeouts, and reports the GET to the stats and the tracer. buf is called
+// once the store has answered.
+func (s *Scheduler) getInto(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task, name string, off, length int64, buf func() []byte) (int, error) {
 	start := time.Now()
 	s.issued.Add(1)
 	t.b.issued.Add(1)
-	n, err := s.read(ctx, cancel, t, off, int64(len(buf)), buf)
-	s.account(id, t, name, off, int64(len(buf)), start, int64(n), err)
+	n, err := s.read(ctx, cancel, t, off, length, buf)
+	s.account(id, t, name, off, length, start, int64(n), err)
 	return n, err
 }
 
@@ -974,9 +984,11 @@ func (s *Scheduler) account(id int, t *task, name string, off, length int64, sta
 	}
 }
 
-// read fills buf from the body of a GET of length bytes at off.
-func (s *Scheduler) read(ctx context.Context, cancel context.CancelCauseFunc, t *task, off, length int64, buf []byte) (int, error) {
+// read fills bufFn() (called once the store answered) from the body of a
+// GET of length bytes at off; a body that ends early is ErrShortBody.
+func (s *Scheduler) read(ctx context.Context, cancel context.CancelCauseFunc, t *task, off, length int64, bufFn func() []byte) (int, error) {
 	return s.readWith(ctx, cancel, t, off, length, func(body io.Reader, progress func(int)) (int, error) {
+		buf := bufFn()
 		n := 0
 		for n < len(buf) {
 			m, err := body.Read(buf[n:])

@@ -1,18 +1,18 @@
 // Command scan measures remote_segments in the real DuckDB CLI, each figure
 // a ratio against a reference measured in the same run:
 //
-//	go run ./test/bench/scan [-gib 1] [-out build/bench]
+//		go run ./test/bench/scan [-gib 1] [-out build/bench]
 //
-//  1. memory: a scan of ≥ 1 GiB with a slow consumer (one DuckDB thread and
-//     a costly expression), at memory_budget 64 MiB and 512 MiB: the CLI's
-//     peak RSS (getrusage of the child), against the budget; and the budget's
-//     own peak from remote_segments_stats();
-//  2. IO: the same files over HTTP behind the fault proxy with 30 ms per
-//     request, max_parallel_io := 32: the time-averaged in-flight count at
-//     the proxy during the scan, divided by 32, and its maximum;
-//  3. speed: SELECT sum(…) over fixed-width and short-string columns of the
-//     local files, rows/s against DuckDB's read_parquet of the same rows and
-//     against a native DuckDB table.
+//	 1. memory: a scan of ≥ 1 GiB with a slow consumer (one DuckDB thread and
+//	    a costly expression), at memory_budget 64 MiB and 512 MiB: the CLI's
+//	    peak RSS (getrusage of the child), against the budget; and the budget's
+//	    own peak from remote_segments_stats();
+//	 2. IO: the same files over HTTP behind the fault proxy with 30 ms per
+//	    request, max_parallel_io := 32: the time-averaged in-flight count at
+//	    the proxy during the scan, divided by 32, and its maximum;
+//	 3. speed: SELECT sum(…) over fixed-width and short-string columns of the
+//	    local files, rows/s against DuckDB's read_parquet of the same rows and
+//	    against a native DuckDB table.
 package main
 
 import (
