@@ -471,7 +471,12 @@ func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 	// Registered before the push, so that a worker finishing the batch sees
 	// b.stop. If ctx is done already, cancelBatch runs now: it finishes the
 	// tasks still planned, or removes them once pushed.
+	// b.mu guards b.stop: if ctx is done already, the callback runs at once
+	// on its own goroutine and may finish the batch (afterChange reads
+	// b.stop) before AfterFunc returns.
+	b.mu.Lock()
 	b.stop = context.AfterFunc(b.ctx, func() { s.cancelBatch(b) })
+	b.mu.Unlock()
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -672,14 +677,14 @@ func (b *Batch) failLocked(i int, err error, counts bool) {
 // it is complete. Call it without b.mu held.
 func (b *Batch) afterChange() {
 	b.mu.Lock()
-	err, complete := b.err, b.remaining == 0
+	err, complete, stop := b.err, b.remaining == 0, b.stop
 	b.mu.Unlock()
 	if err != nil {
 		b.cancel(err)
 	}
 	if complete {
-		if b.stop != nil {
-			b.stop()
+		if stop != nil {
+			stop()
 		}
 		b.cancel(context.Canceled) // releases the context; a no-op after a failure
 		b.s.mu.Lock()

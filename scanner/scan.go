@@ -574,6 +574,7 @@ type readyQueue struct {
 	total   int
 	err     error
 	closed  bool
+	drained bool // a consumer reached the end
 }
 
 func newReadyQueue(total int, ordered bool) *readyQueue {
@@ -619,12 +620,15 @@ func (r *readyQueue) pop(ctx context.Context) (*Batch, error) {
 		switch {
 		case r.err != nil:
 			return nil, r.err
+		case r.closed:
+			return nil, context.Canceled
 		case len(r.q) > 0:
 			b := r.q[0]
 			r.q[0] = nil
 			r.q = r.q[1:]
 			return b, nil
 		case r.done == r.total && len(r.pending) == 0:
+			r.drained = true
 			return nil, nil
 		case ctx.Err() != nil:
 			return nil, context.Cause(ctx)
@@ -672,9 +676,9 @@ func (r *readyQueue) error() error {
 	return r.err
 }
 
-// finished reports whether every chunk's batches arrived.
+// finished reports whether a consumer read the scan to its end.
 func (r *readyQueue) finished() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.done == r.total
+	return r.drained
 }
