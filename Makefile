@@ -69,6 +69,7 @@ demo: release duckdb
 	@cut -d, -f1-5 $(DEMO_DATA)/expected.csv | column -t -s,
 
 test: release tools
+	tools/check-extension.sh $(EXT)
 	$(MAKE) test-go test-sql
 
 test-go:
