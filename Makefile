@@ -70,7 +70,7 @@ demo: release duckdb
 
 test: release tools
 	tools/check-extension.sh $(EXT)
-	$(MAKE) test-go test-sql
+	$(MAKE) --no-print-directory test-go test-sql
 
 test-go:
 	gofmt -l $$(git ls-files '*.go') | (! grep .) || (echo "gofmt: the files above need formatting"; exit 1)

@@ -121,6 +121,7 @@ func rsDeleteHandle(h C.uintptr_t) {
 
 //export rsAddNamedParameters
 func rsAddNamedParameters(f C.uintptr_t) {
+	defer func() { _ = recover() }() // at load time: a missing parameter beats a crash
 	for _, p := range namedParameters {
 		withCString(p.name, func(cs *C.char) { C.rs_add_named_parameter(f, cs, p.duckType) })
 	}

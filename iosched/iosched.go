@@ -469,11 +469,10 @@ func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 	s.coalesced.Add(b.coalesced.Load())
 
 	// Registered before the push, so that a worker finishing the batch sees
-	// b.stop. If ctx is done already, cancelBatch runs now: it finishes the
-	// tasks still planned, or removes them once pushed.
-	// b.mu guards b.stop: if ctx is done already, the callback runs at once
-	// on its own goroutine and may finish the batch (afterChange reads
-	// b.stop) before AfterFunc returns.
+	// b.stop. If ctx is done already, cancelBatch runs at once on its own
+	// goroutine: it finishes the tasks still planned (or removes them once
+	// pushed) and may finish the batch, reading b.stop, before AfterFunc
+	// returns; hence b.mu around the assignment.
 	b.mu.Lock()
 	b.stop = context.AfterFunc(b.ctx, func() { s.cancelBatch(b) })
 	b.mu.Unlock()

@@ -674,3 +674,22 @@ func TestDomains(t *testing.T) {
 		t.Fatalf("%q %v", got, err)
 	}
 }
+
+// TestSubmitCanceledContext: a context canceled before Submit fails the batch
+// at once. Regression test for the race on b.stop fixed in b8ae0ec (the
+// AfterFunc callback finished the batch while Submit was assigning it).
+func TestSubmitCanceledContext(t *testing.T) {
+	leakCheck(t)
+	ms := &memStore{objects: randomObjects(15, 3, 100)}
+	s := newScheduler(t, iosched.Options{Parallelism: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 200 {
+		if _, err := s.Fetch(ctx, wholeReqs(ms, "", ms.objects, 0)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Fetch with a canceled context: %v", err)
+		}
+	}
+	if _, _, gets := ms.snapshot(); gets != 0 {
+		t.Fatalf("%d GETs for canceled batches", gets)
+	}
+}
