@@ -86,7 +86,7 @@ test-sql: release
 # Benchmarks print ratios against references measured in the same run.
 bench: release tools
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
-	go run ./test/bench/iosched -out test/bench
+	go run ./test/bench/iosched -out test/bench -objects 1024 -size 64KiB -svg iosched_inflight_64k.svg
 	go run ./test/bench/scan -out build/bench
 
 clean:
