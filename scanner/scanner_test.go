@@ -19,6 +19,20 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// startScan binds cfg and starts a scan of fields (nil: all).
+func startScan(t *testing.T, cfg Config, fields []int) *Scan {
+	t.Helper()
+	plan, err := Bind(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan, err := plan.Start(context.Background(), fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scan
+}
+
 func writeDataset(t *testing.T) (string, []datagen.SegmentStats) {
 	t.Helper()
 	dir := t.TempDir()
@@ -130,14 +144,7 @@ func TestScanConcurrent(t *testing.T) {
 	dir, stats := writeDataset(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := plan.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem}, nil)
 	var mu sync.Mutex
 	rows := map[string]int64{}
 	sumX := map[string]int64{}
@@ -194,14 +201,7 @@ func TestScanCloseEarly(t *testing.T) {
 	dir, _ := writeDataset(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := plan.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem}, nil)
 	b, err := scan.Next()
 	if err != nil || b == nil {
 		t.Fatalf("Next = %v, %v", b, err)
@@ -245,14 +245,7 @@ func TestSchemaMismatch(t *testing.T) {
 	if err := datagen.WriteChunk(path, []arrow.RecordBatch{rec}, true); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := plan.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks")}, nil)
 	defer scan.Close()
 	for {
 		b, err := scan.Next()
@@ -327,14 +320,7 @@ func TestScanBudget(t *testing.T) {
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 400 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := plan.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 400 << 10}, nil)
 	rows, sumX := drain(t, scan, 3, time.Millisecond)
 	scan.Close()
 	for _, s := range stats {
@@ -357,14 +343,7 @@ func TestScanBudget(t *testing.T) {
 // TestScanOrdered checks catalog order with ordered delivery.
 func TestScanOrdered(t *testing.T) {
 	dir, _ := writeDataset(t)
-	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), Ordered: true, MemoryBudget: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := plan.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Ordered: true, MemoryBudget: 1 << 20}, nil)
 	defer scan.Close()
 	if scan.MaxThreads() != 1 {
 		t.Errorf("ordered scan allows %d threads", scan.MaxThreads())
@@ -384,8 +363,8 @@ func TestScanOrdered(t *testing.T) {
 		last = b.Chunk.Row
 		b.Close()
 	}
-	if last != len(plan.Chunks)-1 {
-		t.Errorf("last chunk %d of %d", last, len(plan.Chunks))
+	if last != len(scan.plan.Chunks)-1 {
+		t.Errorf("last chunk %d of %d", last, len(scan.plan.Chunks))
 	}
 }
 
@@ -397,25 +376,11 @@ func TestScanProjected(t *testing.T) {
 	}
 	// Segments s0 chunk 0 and s1 chunk 1 are IPC files; the glob takes those.
 	src := filepath.Join(dir, "chunks/segment=s0/chunk-0.arrow")
-	plan, err := Bind(context.Background(), Config{Source: src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := plan.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := startScan(t, Config{Source: src}, nil)
 	fullRows, fullSum := drain(t, full, 1, 0)
 	full.Close()
 
-	plan, err = Bind(context.Background(), Config{Source: src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proj, err := plan.Start(context.Background(), []int{0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	proj := startScan(t, Config{Source: src}, []int{0})
 	rows, sum := drain(t, proj, 1, 0)
 	proj.Close()
 	if rows["s0"] != fullRows["s0"] || sum["s0"] != fullSum["s0"] || rows["s0"] == 0 {
@@ -438,14 +403,7 @@ func TestScanCorruptChunk(t *testing.T) {
 	if err := os.WriteFile(bad, data[:len(data)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := plan.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks")}, nil)
 	var got error
 	for {
 		b, err := scan.Next()
@@ -487,16 +445,9 @@ func TestUnionByName(t *testing.T) {
 	if _, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks")}); err != nil {
 		t.Fatal(err) // binds: the mismatch shows when the chunk is read
 	}
-	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), UnionByName: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(plan.Schema.Fields()); n != 6 || plan.Schema.Field(5).Name != "y" {
-		t.Fatalf("union schema %s", plan.Schema)
-	}
-	scan, err := plan.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
+	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), UnionByName: true}, nil)
+	if schema := scan.plan.Schema; len(schema.Fields()) != 6 || schema.Field(5).Name != "y" {
+		t.Fatalf("union schema %s", schema)
 	}
 	rows, sum := drain(t, scan, 2, 0)
 	scan.Close()
