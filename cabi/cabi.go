@@ -19,14 +19,13 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/cgo"
-	"unsafe"
-
-	"math"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
