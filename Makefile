@@ -81,7 +81,7 @@ TEST_DATA := build/test-data
 
 test-sql: release
 	go run ./test/cmd/datagen -types -out $(TEST_DATA)
-	go run ./test/cmd/sqltest -serve -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -data $(CURDIR)/$(TEST_DATA) test/sql
+	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 go run ./test/cmd/sqltest -serve -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -data $(CURDIR)/$(TEST_DATA) test/sql
 
 # Benchmarks print ratios against references measured in the same run.
 bench: release tools
