@@ -145,44 +145,7 @@ func TestScanConcurrent(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem}, nil)
-	var mu sync.Mutex
-	rows := map[string]int64{}
-	sumX := map[string]int64{}
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for {
-				b, err := scan.Next()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if b == nil {
-					return
-				}
-				for {
-					start, n := b.Take(1000)
-					if n == 0 {
-						break
-					}
-					b.Consumed(n)
-					x := b.Record.Column(0).(*array.Int64)
-					var s int64
-					for i := start; i < start+n; i++ {
-						if x.IsValid(int(i)) {
-							s += x.Value(int(i))
-						}
-					}
-					mu.Lock()
-					rows[b.Chunk.SegmentID] += n
-					sumX[b.Chunk.SegmentID] += s
-					mu.Unlock()
-				}
-				b.Close()
-			}
-		})
-	}
-	wg.Wait()
+	rows, sumX := drain(t, scan, 4, 0)
 	scan.Close()
 	st := scan.Stats()
 	for _, s := range stats {
