@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -36,7 +37,16 @@ type ChunkError struct {
 }
 
 func (e *ChunkError) Error() string {
-	return fmt.Sprintf("remote_segments: chunk %s (catalog row %d): %v", e.Chunk.URL, e.Chunk.Row, e.Err)
+	return fmt.Sprintf("remote_segments: chunk %s (catalog row %d): %v", shownURL(e.Chunk.URL), e.Chunk.Row, e.Err)
+}
+
+// shownURL is u for messages: a query string may carry a signature, so it
+// is replaced, as the stores do.
+func shownURL(u string) string {
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		return u[:i] + "?REDACTED"
+	}
+	return u
 }
 
 func (e *ChunkError) Unwrap() error { return e.Err }

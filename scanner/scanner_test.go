@@ -89,6 +89,13 @@ func TestResolveSource(t *testing.T) {
 	}
 }
 
+func TestChunkErrorHidesQuery(t *testing.T) {
+	err := &ChunkError{Chunk: &Chunk{URL: "https://h/a.arrow?X-Amz-Signature=secret", Row: 3}, Err: ErrBadChunk}
+	if got := err.Error(); strings.Contains(got, "secret") || !strings.Contains(got, "https://h/a.arrow?REDACTED (catalog row 3)") {
+		t.Errorf("error = %q", got)
+	}
+}
+
 func TestSegmentAndChunkID(t *testing.T) {
 	tests := []struct{ path, segment, chunk string }{
 		{"/d/segment=s1/chunk-2.arrow", "s1", "chunk-2"},
