@@ -103,5 +103,5 @@ func (p *Plan) describeSource() string {
 	case p.cfg.URLs != nil:
 		return "(LIST of URLs)"
 	}
-	return p.cfg.Source
+	return shownURL(p.cfg.Source)
 }
