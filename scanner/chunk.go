@@ -26,6 +26,15 @@ type Chunk struct {
 	Row          int // position in the catalog, for errors and ordering
 }
 
+// wireLength is the chunk's length in bytes: Length, or what follows Offset
+// in an object of known Size; -1 when unknown (read to the end).
+func (c *Chunk) wireLength() int64 {
+	if c.Length < 0 && c.Size >= 0 {
+		return c.Size - c.Offset
+	}
+	return c.Length
+}
+
 // ErrBadChunk is wrapped by every error that comes from a chunk's content
 // (truncated or garbage IPC, a schema that does not match the scan).
 var ErrBadChunk = errors.New("bad chunk")

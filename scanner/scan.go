@@ -121,12 +121,9 @@ func (p *Plan) shouldProject(fields []int) bool {
 
 // wireEstimate is the bytes chunk c will take on the wire.
 func (s *Scan) wireEstimate(c *Chunk) int64 {
-	n := s.estimate
-	switch {
-	case c.Length >= 0:
-		n = c.Length
-	case c.Size >= 0:
-		n = c.Size - c.Offset
+	n := c.wireLength()
+	if n < 0 {
+		n = s.estimate
 	}
 	if s.projected && s.plan.bodyLen > 0 {
 		var need int64
@@ -181,7 +178,7 @@ func (s *Scan) planChunks() {
 			<-s.slots
 			return // cancelled: Close or an earlier failure
 		}
-		s.trace.budget(s.budget.Stats())
+		s.trace.budget(s.budget)
 		s.wg.Add(1)
 		go s.runChunk(i, lease)
 	}
@@ -209,7 +206,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 	}
 	actual := mem.live.Load() + retained
 	lease.Commit(actual)
-	s.trace.budget(s.budget.Stats())
+	s.trace.budget(s.budget)
 	s.chunks.Add(1)
 	out := make([]*Batch, 0, len(batches))
 	cl := &chunkLease{lease: lease, open: len(batches)}
@@ -259,14 +256,8 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		s.plan.firstMu.Unlock()
 	}
 	if data == nil {
-		length := c.Length
-		if length < 0 && c.Size >= 0 {
-			// A known length: one exact buffer, and the scheduler can split
-			// the range into parallel parts.
-			length = c.Size - c.Offset
-		}
 		var err error
-		if data, err = s.fetch(c, c.Offset, length); err != nil {
+		if data, err = s.plan.fetchWhole(c, s.id, s.submit); err != nil {
 			return nil, nil, 0, err
 		}
 	}
@@ -283,12 +274,21 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		out, err := conform(schema, batches, s.plan.Schema, mem)
 		return out, nil, retained, err
 	}
-	if !schema.Equal(s.plan.Schema) {
-		releaseAll(batches)
-		return nil, nil, 0, fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s; use union_by_name := true to match columns by name",
-			ErrBadChunk, schema, s.plan.Chunks[0].URL, s.plan.Schema)
+	if err := s.checkSchema(schema, batches); err != nil {
+		return nil, nil, 0, err
 	}
 	return batches, nil, retained, nil
+}
+
+// checkSchema fails (and frees batches) when a chunk's schema is not the
+// plan's.
+func (s *Scan) checkSchema(schema *arrow.Schema, batches []arrow.RecordBatch) error {
+	if schema.Equal(s.plan.Schema) {
+		return nil
+	}
+	releaseAll(batches)
+	return fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s; use union_by_name := true to match columns by name",
+		ErrBadChunk, schema, shownURL(s.plan.Chunks[0].URL), s.plan.Schema)
 }
 
 // loadColumns reads only the scan's fields of an IPC file chunk.
@@ -297,10 +297,7 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	size := c.Length
-	if size < 0 && c.Size >= 0 {
-		size = c.Size - c.Offset
-	}
+	size := c.wireLength()
 	if size < 0 {
 		// The tail of an object of unknown size needs a HEAD, which is not
 		// a range request of the scheduler: read the chunk whole instead.
@@ -322,9 +319,8 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	if !schema.Equal(s.plan.Schema) {
-		releaseAll(batches)
-		return nil, nil, 0, fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s", ErrBadChunk, schema, s.plan.Chunks[0].URL, s.plan.Schema)
+	if err := s.checkSchema(schema, batches); err != nil {
+		return nil, nil, 0, err
 	}
 	cols := make([]int, len(s.plan.Schema.Fields()))
 	for i := range cols {
@@ -334,23 +330,6 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		cols[f] = j
 	}
 	return batches, cols, wire, nil
-}
-
-// fetch reads one byte range of chunk c through its domain's scheduler.
-func (s *Scan) fetch(c *Chunk, off, length int64) ([]byte, error) {
-	if c.Size == 0 {
-		return nil, fmt.Errorf("%w: the object is empty", ErrBadChunk)
-	}
-	sched, st, name, err := openObject(c.URL, &s.plan.cfg)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.submit(sched, []iosched.Request{{Store: st, Name: name, Offset: off, Length: length,
-		Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}}})
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
 }
 
 // submit runs one vector of requests and adds its IO counters to the scan's.
@@ -421,7 +400,7 @@ func (s *Scan) Close() {
 		s.closed.Store(true)
 		if s.trace != nil {
 			traceMux.remove(s.id)
-			s.trace.budget(s.budget.Stats())
+			s.trace.budget(s.budget)
 			s.trace.write()
 		}
 		finish(s)
@@ -515,7 +494,7 @@ func (b *Batch) Consumed(n int64) {
 	b.cl.mu.Lock()
 	b.cl.lease.Release(r)
 	b.cl.mu.Unlock()
-	b.scan.trace.budget(b.scan.budget.Stats())
+	b.scan.trace.budget(b.scan.budget)
 }
 
 // Close releases the batch's memory and what it still holds of the budget.

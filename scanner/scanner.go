@@ -55,7 +55,7 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{cfg: cfg, Chunks: chunks}
-	data, err := p.fetchWhole(ctx, &chunks[0], 0)
+	data, err := p.fetchAtBind(ctx, &chunks[0])
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +74,11 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	return p, nil
 }
 
-// fetchWhole reads chunk c's byte range in one request.
-func (p *Plan) fetchWhole(ctx context.Context, c *Chunk, query uint64) ([]byte, error) {
+// fetchWhole reads chunk c's byte range in one request, run by run (the
+// scheduler's Fetch at bind, the scan's accounted submit later). A known
+// length is asked for exactly: one buffer of the right size, and the
+// scheduler can split the range into parallel parts.
+func (p *Plan) fetchWhole(c *Chunk, query uint64, run func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)) ([]byte, error) {
 	if c.Size == 0 {
 		return nil, &ChunkError{Chunk: c, Err: fmt.Errorf("%w: the object is empty", ErrBadChunk)}
 	}
@@ -83,16 +86,19 @@ func (p *Plan) fetchWhole(ctx context.Context, c *Chunk, query uint64) ([]byte, 
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
-	length := c.Length
-	if length < 0 && c.Size >= 0 {
-		length = c.Size - c.Offset
-	}
-	data, err := sched.Fetch(ctx, []iosched.Request{{Store: st, Name: name, Offset: c.Offset, Length: length,
+	data, err := run(sched, []iosched.Request{{Store: st, Name: name, Offset: c.Offset, Length: c.wireLength(),
 		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}}})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
 	return data[0], nil
+}
+
+// fetchAtBind is fetchWhole before any scan runs.
+func (p *Plan) fetchAtBind(ctx context.Context, c *Chunk) ([]byte, error) {
+	return p.fetchWhole(c, 0, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+		return s.Fetch(ctx, reqs)
+	})
 }
 
 // columnBytes measures, in an IPC file without dictionaries, how many body
@@ -129,7 +135,7 @@ func (p *Plan) unionSchemas(ctx context.Context) error {
 	}
 	for i := 1; i < len(p.Chunks); i++ {
 		c := &p.Chunks[i]
-		data, err := p.fetchWhole(ctx, c, 0)
+		data, err := p.fetchAtBind(ctx, c)
 		if err != nil {
 			return err
 		}

@@ -199,12 +199,12 @@ func TestScanCloseEarly(t *testing.T) {
 	}
 }
 
-func TestSchemaMismatch(t *testing.T) {
-	dir, _ := writeDataset(t)
-	// A chunk with another schema, sorted after the others.
-	other := arrow.NewSchema([]arrow.Field{{Name: "y", Type: arrow.PrimitiveTypes.Int32}}, nil)
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, other)
-	bld.Field(0).(*array.Int32Builder).Append(1)
+// writeExtraChunk adds chunks/segment=s9/zz.arrow to the dataset in dir: one
+// batch of schema, filled by fill, as an IPC file or stream.
+func writeExtraChunk(t *testing.T, dir string, schema *arrow.Schema, fileFormat bool, fill func(*array.RecordBuilder)) {
+	t.Helper()
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	fill(bld)
 	rec := bld.NewRecordBatch()
 	bld.Release()
 	defer rec.Release()
@@ -212,9 +212,18 @@ func TestSchemaMismatch(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := datagen.WriteChunk(path, []arrow.RecordBatch{rec}, true); err != nil {
+	if err := datagen.WriteChunk(path, []arrow.RecordBatch{rec}, fileFormat); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestSchemaMismatch(t *testing.T) {
+	dir, _ := writeDataset(t)
+	// A chunk with another schema, sorted after the others.
+	other := arrow.NewSchema([]arrow.Field{{Name: "y", Type: arrow.PrimitiveTypes.Int32}}, nil)
+	writeExtraChunk(t, dir, other, true, func(b *array.RecordBuilder) {
+		b.Field(0).(*array.Int32Builder).Append(1)
+	})
 	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks")}, nil)
 	defer scan.Close()
 	for {
@@ -399,19 +408,10 @@ func TestScanCorruptChunk(t *testing.T) {
 func TestUnionByName(t *testing.T) {
 	dir, _ := writeDataset(t)
 	other := arrow.NewSchema([]arrow.Field{{Name: "y", Type: arrow.PrimitiveTypes.Int32}, {Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	bld := array.NewRecordBuilder(memory.DefaultAllocator, other)
-	bld.Field(0).(*array.Int32Builder).AppendValues([]int32{7, 8}, nil)
-	bld.Field(1).(*array.Int64Builder).AppendValues([]int64{100, 200}, nil)
-	rec := bld.NewRecordBatch()
-	bld.Release()
-	defer rec.Release()
-	path := filepath.Join(dir, "chunks/segment=s9/zz.arrow")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := datagen.WriteChunk(path, []arrow.RecordBatch{rec}, false); err != nil {
-		t.Fatal(err)
-	}
+	writeExtraChunk(t, dir, other, false, func(b *array.RecordBuilder) {
+		b.Field(0).(*array.Int32Builder).AppendValues([]int32{7, 8}, nil)
+		b.Field(1).(*array.Int64Builder).AppendValues([]int64{100, 200}, nil)
+	})
 	if _, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks")}); err != nil {
 		t.Fatal(err) // binds: the mismatch shows when the chunk is read
 	}

@@ -92,8 +92,10 @@ func (w *traceWriter) request(e iosched.Event) {
 		Pid: 1, Tid: e.Worker + 1, Args: args})
 }
 
-// budget samples the budget, at most once per 100µs.
-func (w *traceWriter) budget(st budget.Stats) {
+// budget samples b, at most once per 100µs. It is called per consumed
+// vector: without a trace it must cost nothing, so it takes the budget, not
+// its Stats.
+func (w *traceWriter) budget(b *budget.Budget) {
 	if w == nil {
 		return
 	}
@@ -105,6 +107,7 @@ func (w *traceWriter) budget(st budget.Stats) {
 	}
 	w.last = now
 	w.mu.Unlock()
+	st := b.Stats()
 	w.add(traceEvent{Name: "budget", Ph: "C", Ts: w.micros(now), Pid: 1,
 		Args: map[string]any{"in_use": st.InUse, "cap": st.Cap}})
 }
