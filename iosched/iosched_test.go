@@ -383,8 +383,9 @@ func TestSetParallelism(t *testing.T) {
 	}
 }
 
-// TestAIMD: 503 SlowDown answers from S3 (versitygw behind the proxy) halve
-// the effective parallelism, which grows back by one per clean interval.
+// TestAIMD: 503 SlowDown answers to every GET from S3 (versitygw behind the
+// proxy) cut the effective parallelism to 1, which grows back by one per
+// clean interval.
 func TestAIMD(t *testing.T) {
 	leakCheck(t)
 	srv := s3server.ForTest(t, "bkt")
@@ -413,10 +414,15 @@ func TestAIMD(t *testing.T) {
 		t.Fatalf("limit %d after throttling, want 1", s.Stats().Limit)
 	}
 	st1 := s.Stats()
-	// Halving once per round: 16 → 8 → 4 → 2 → 1 takes 4 decreases, and
-	// more throttled answers than that.
-	if st1.Decreases < 4 || st1.Throttled < st1.Decreases {
-		t.Fatalf("decreases %d throttled %d", st1.Decreases, st1.Throttled)
+	// Every answer throttled: one round shows the store serves nothing, and
+	// the limit is cut to 1 at once; throttling that does not fall at 1 is
+	// never taken for random noise (no undo).
+	if st1.Decreases < 1 || st1.Undos != 0 || st1.LimitMin != 1 || st1.Throttled < 32 {
+		t.Fatalf("decreases %d undos %d min limit %d throttled %d", st1.Decreases, st1.Undos, st1.LimitMin, st1.Throttled)
+	}
+	// GETs sent before the cut drain first.
+	if !eventually(10*time.Second, func() bool { return p.Stats().InFlight <= 1 }) {
+		t.Fatalf("%d GETs still in flight at limit 1", p.Stats().InFlight)
 	}
 	p.ResetMax()
 	time.Sleep(100 * time.Millisecond) // a few rounds at limit 1
