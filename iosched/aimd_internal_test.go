@@ -163,3 +163,22 @@ func TestRetryBudget(t *testing.T) {
 		t.Fatalf("RetryTokens %d, want 7", st.RetryTokens)
 	}
 }
+
+// TestModel: priors before any GET, then the answer latency and the body
+// bandwidth of large GETs.
+func TestModel(t *testing.T) {
+	var m model
+	if g := m.get(); g.Latency != priorLatency || g.Bandwidth != priorBandwidth || g.Samples != 0 {
+		t.Fatalf("empty model %+v, want the priors", g)
+	}
+	m.add(30*time.Millisecond, 40*time.Millisecond, 1<<20) // 1 MiB in 10 ms
+	g := m.get()
+	if g.Latency != 30*time.Millisecond || g.Bandwidth < 104e6 || g.Bandwidth > 105e6 || g.Samples != 1 {
+		t.Fatalf("after one GET: %+v", g)
+	}
+	m.add(10*time.Millisecond, 11*time.Millisecond, 100) // small: latency only
+	g = m.get()
+	if g.Latency != 28*time.Millisecond || g.Bandwidth < 104e6 || g.Bandwidth > 105e6 {
+		t.Fatalf("after a small GET: %+v", g)
+	}
+}

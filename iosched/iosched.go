@@ -69,8 +69,9 @@ type Result struct {
 // Scheduler is the IO queue and worker pool of one store domain. Its methods
 // are safe for concurrent use; create it with New and end it with Close.
 type Scheduler struct {
-	o   Options
-	lat latencies
+	o     Options
+	lat   latencies
+	model model
 
 	mu       sync.Mutex
 	p        int         // max_parallel_io
@@ -151,6 +152,10 @@ func (s *Scheduler) setParallelismLocked(n int) {
 	}
 	s.dispatchLocked()
 }
+
+// Model returns what the scheduler has learned of its store's latency and
+// per-GET bandwidth (priors of 20 ms and 100 MB/s until it measured some).
+func (s *Scheduler) Model() Model { return s.model.get() }
 
 // SetQueryLimit caps the GETs query (Priority.Query) runs at once at n,
 // beside the scheduler's parallelism, which stays as it is: a query's
@@ -1202,10 +1207,14 @@ func (s *Scheduler) readWith(ctx context.Context, cancel context.CancelCauseFunc
 	if err != nil {
 		return 0, s.cause(ctx, err)
 	}
+	headers := time.Since(start)
 	defer body.Close()
 	n, err := fill(body, progress)
 	if err != nil {
 		return n, s.cause(ctx, err)
+	}
+	if n > 0 {
+		s.model.add(headers, time.Since(start), int64(n))
 	}
 	return n, nil
 }

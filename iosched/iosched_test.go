@@ -633,7 +633,9 @@ func TestEmptyAndInvalid(t *testing.T) {
 func TestConcurrentQueries(t *testing.T) {
 	leakCheck(t)
 	ms := &memStore{objects: randomObjects(14, 30, 4<<10), delay: func(string, int64) time.Duration { return time.Millisecond }}
-	s := newScheduler(t, iosched.Options{Parallelism: 5, RequestSize: 1000})
+	// No hedges: they run beside the 5 workers (Options.NoHedge), and a GET
+	// slowed past the hedge floor by a busy machine would be one.
+	s := newScheduler(t, iosched.Options{Parallelism: 5, RequestSize: 1000, NoHedge: true})
 	var wg sync.WaitGroup
 	for q := range 8 {
 		wg.Go(func() {

@@ -215,3 +215,63 @@ func (c *latencyClass) p95() time.Duration {
 	}
 	return c.p95v
 }
+
+// Model is what the scheduler has learned of its store: the time a GET
+// waits for the store's answer (its headers), and how fast one GET's body
+// then arrives.
+// Callers weigh extra round trips against bytes with it.
+type Model struct {
+	Latency   time.Duration // time to the answer's headers (an EMA)
+	Bandwidth float64       // body bytes per second of one GET (an EMA over GETs of at least modelMinBytes)
+	Samples   int64         // GETs measured
+}
+
+// Priors of Model before any GET was measured.
+const (
+	priorLatency   = 20 * time.Millisecond
+	priorBandwidth = 100e6
+	modelMinBytes  = 32 << 10 // smaller bodies say more about latency than bandwidth
+	modelAlpha     = 0.1
+)
+
+// model learns a Model from finished GETs.
+type model struct {
+	mu sync.Mutex
+	m  Model
+	bw int64 // bandwidth samples
+}
+
+// add learns from a GET whose headers came after headers and whose n body
+// bytes were all in after total.
+func (l *model) add(headers, total time.Duration, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m.Samples == 0 {
+		l.m.Latency = headers
+	} else {
+		l.m.Latency += time.Duration(modelAlpha * float64(headers-l.m.Latency))
+	}
+	l.m.Samples++
+	if body := total - headers; n >= modelMinBytes && body > 0 {
+		bw := float64(n) / body.Seconds()
+		if l.bw == 0 {
+			l.m.Bandwidth = bw
+		} else {
+			l.m.Bandwidth += modelAlpha * (bw - l.m.Bandwidth)
+		}
+		l.bw++
+	}
+}
+
+func (l *model) get() Model {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.m
+	if m.Samples == 0 {
+		m.Latency = priorLatency
+	}
+	if l.bw == 0 {
+		m.Bandwidth = priorBandwidth
+	}
+	return m
+}

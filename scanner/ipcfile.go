@@ -650,9 +650,10 @@ const tailGuess = 64 << 10
 // ipcFileLayout is an IPC file's footer and the parsed metadata of every
 // record batch, with each batch's column layouts.
 type ipcFileLayout struct {
-	footer  *ipcFooter
-	batches []*ipcBatch
-	layouts [][]columnLayout
+	footerLen int64 // bytes of the footer flatbuffer
+	footer    *ipcFooter
+	batches   []*ipcBatch
+	layouts   [][]columnLayout
 }
 
 // readIPCLayout reads the footer and the metadata of every batch of the IPC
@@ -660,6 +661,12 @@ type ipcFileLayout struct {
 // the bytes fetched. errDictionaries means the file needs the whole-chunk
 // path.
 func readIPCLayout(size int64, fetch fetchFunc) (*ipcFileLayout, int64, error) {
+	return readIPCLayoutTail(size, tailGuess, fetch)
+}
+
+// readIPCLayoutTail is readIPCLayout whose first request reads the last
+// tail bytes of the file: a footer that fits needs no second request.
+func readIPCLayoutTail(size, tailWant int64, fetch fetchFunc) (*ipcFileLayout, int64, error) {
 	var wire int64
 	get := func(rs []ipcRange) ([][]byte, error) {
 		out, err := fetch(rs)
@@ -671,7 +678,7 @@ func readIPCLayout(size int64, fetch fetchFunc) (*ipcFileLayout, int64, error) {
 	if size < ipcTrailerLen+8 {
 		return nil, 0, fmt.Errorf("%w: %d bytes is too small for an Arrow IPC file", ErrBadChunk, size)
 	}
-	tailLen := min(size, tailGuess)
+	tailLen := min(size, max(tailWant, ipcTrailerLen+8))
 	tail, err := get([]ipcRange{{size - tailLen, tailLen}})
 	if err != nil {
 		return nil, wire, err
@@ -706,7 +713,7 @@ func readIPCLayout(size int64, fetch fetchFunc) (*ipcFileLayout, int64, error) {
 	if err != nil {
 		return nil, wire, err
 	}
-	l := &ipcFileLayout{footer: footer, batches: make([]*ipcBatch, len(metas)), layouts: make([][]columnLayout, len(metas))}
+	l := &ipcFileLayout{footerLen: footerLen, footer: footer, batches: make([]*ipcBatch, len(metas)), layouts: make([][]columnLayout, len(metas))}
 	for i, m := range metas {
 		if l.batches[i], err = parseBatchMessage(m); err != nil {
 			return nil, wire, fmt.Errorf("record batch %d: %w", i, err)
@@ -724,14 +731,22 @@ func readIPCLayout(size int64, fetch fetchFunc) (*ipcFileLayout, int64, error) {
 // the file's full schema, batches holding just cols, and the bytes fetched.
 // errDictionaries means the file needs the whole-chunk path.
 func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, error) {
-	l, wire, err := readIPCLayout(size, fetch)
+	schema, batches, wire, _, err := readIPCColumnsTail(size, tailGuess, cols, fetch, mem)
+	return schema, batches, wire, err
+}
+
+// readIPCColumnsTail is readIPCColumns whose first request reads the last
+// tail bytes; it also returns the footer's length (0 on failure), so that
+// the next file's first request can be sized to it.
+func readIPCColumnsTail(size, tail int64, cols []int, fetch fetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, int64, error) {
+	l, wire, err := readIPCLayoutTail(size, tail, fetch)
 	if err != nil {
-		return nil, nil, wire, err
+		return nil, nil, wire, 0, err
 	}
 	footer, batches, layouts := l.footer, l.batches, l.layouts
 	for _, c := range cols {
 		if c < 0 || c >= len(footer.Schema.Fields()) {
-			return nil, nil, wire, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrBadChunk, len(footer.Schema.Fields()), c, footer.Schema)
+			return nil, nil, wire, 0, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrBadChunk, len(footer.Schema.Fields()), c, footer.Schema)
 		}
 	}
 	var bodyRanges []ipcRange
@@ -740,7 +755,7 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 		for _, c := range cols {
 			r := columnRange(batches[i], layouts[i][c])
 			if r.Offset+r.Length > footer.Batches[i].BodyLen {
-				return nil, nil, wire, fmt.Errorf("%w: record batch %d: column %d's buffers end past the body", ErrBadChunk, i, c)
+				return nil, nil, wire, 0, fmt.Errorf("%w: record batch %d: column %d's buffers end past the body", ErrBadChunk, i, c)
 			}
 			bodyRanges = append(bodyRanges, ipcRange{body + r.Offset, r.Length})
 		}
@@ -750,7 +765,7 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 		wire += int64(len(b))
 	}
 	if err != nil {
-		return nil, nil, wire, err
+		return nil, nil, wire, 0, err
 	}
 	fields := make([]arrow.Field, len(cols))
 	for j, c := range cols {
@@ -775,7 +790,7 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 					a.Release()
 				}
 				release()
-				return nil, nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+				return nil, nil, wire, 0, fmt.Errorf("record batch %d: %w", i, err)
 			}
 			arrs[j] = arr
 			if n := int64(arr.Len()); n != rb.Length {
@@ -783,7 +798,7 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 					a.Release()
 				}
 				release()
-				return nil, nil, wire, fmt.Errorf("%w: record batch %d has %d rows, its column %q %d", ErrBadChunk, i, rb.Length, fields[j].Name, n)
+				return nil, nil, wire, 0, fmt.Errorf("%w: record batch %d has %d rows, its column %q %d", ErrBadChunk, i, rb.Length, fields[j].Name, n)
 			}
 		}
 		out = append(out, array.NewRecordBatch(projected, arrs, rb.Length))
@@ -791,5 +806,5 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 			a.Release()
 		}
 	}
-	return footer.Schema, out, wire, nil // every column passed validateData in assembleColumn
+	return footer.Schema, out, wire, l.footerLen, nil // every column passed validateData in assembleColumn
 }
