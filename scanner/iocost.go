@@ -38,13 +38,35 @@ func (s *Scan) projectedBytes(size int64) int64 {
 }
 
 // tailWant is how much of a file's end a projected read asks for first:
-// the footer of the first projected chunk, with room to spare, once one
-// was read; tailGuess before.
+// the first chunk's footer with room to spare (learned at Start, or from
+// the first projected chunk when the first chunk was no IPC file); until
+// then tailGuess.
 func (s *Scan) tailWant() int64 {
+	if s.ipcPlan.tail > 0 {
+		return s.ipcPlan.tail
+	}
 	if f := s.footerLen.Load(); f > 0 {
 		return f + f/4 + 1<<10 + ipcTrailerLen
 	}
 	return tailGuess
+}
+
+// planProjection decides whether the scan may read only fields' buffers
+// (shouldProject) and, if so, learns from the first chunk's bytes, which
+// bind left in memory, where its footer and its columns sit: a projected
+// read of a similar chunk then takes two sequential round trips, the tail
+// and then the metadata with the predicted column ranges in one wave.
+func (s *Scan) planProjection(fields []int) bool {
+	if !s.plan.shouldProject(fields) {
+		return false
+	}
+	s.plan.firstMu.Lock()
+	first := s.plan.first
+	s.plan.firstMu.Unlock()
+	if first != nil {
+		s.ipcPlan = learnReadPlan(first)
+	}
+	return true
 }
 
 // chunkProjects decides for chunk c whether the scan reads only its

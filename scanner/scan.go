@@ -59,6 +59,7 @@ type Scan struct {
 	// their projection saved, throttled answers, the lowest limit seen,
 	// and the footer length the first projected chunk had.
 	roundTrips, projectedChunks, projectionSaved, throttled, limitMin, footerLen atomic.Int64
+	ipcPlan                                                                      ipcReadPlan // learned from the first chunk at Start; read-only after
 }
 
 // Start begins scanning. fields are the plan's field indexes the caller
@@ -78,7 +79,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	first := p.first
 	p.firstMu.Unlock()
 	s.estimate = int64(len(first))
-	s.projected = p.shouldProject(fields)
+	s.projected = s.planProjection(fields)
 
 	var total int64
 	for i := range p.Chunks {
@@ -318,7 +319,9 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		}
 		return s.submit(sched, reqs)
 	}
-	schema, batches, wire, footerLen, err := readIPCColumnsTail(size, s.tailWant(), s.fields, fetch, mem)
+	plan := s.ipcPlan
+	plan.tail = s.tailWant()
+	schema, batches, wire, footerLen, err := readIPCColumnsPlan(size, plan, s.fields, fetch, mem)
 	s.wire.Add(wire)
 	if footerLen > 0 {
 		s.footerLen.CompareAndSwap(0, footerLen)
