@@ -816,6 +816,8 @@ func (s *Scheduler) finish(t *task, err error, canceled bool) {
 var (
 	errHedgeWon  = errors.New("iosched: the hedged GET answered first")
 	errHedgeLost = errors.New("iosched: the first GET answered first")
+	// errHedgeStalled ends a hedge that stalled like the GET it hedged.
+	errHedgeStalled = errors.New("iosched: the hedge stalled too")
 )
 
 // run makes one attempt at t in worker slot id and then finishes it,
@@ -939,6 +941,8 @@ type hedge struct {
 	err         error
 	from        int64 // offset in the task where the hedge's bytes go
 	timer       *time.Timer
+	patience    time.Duration // how long the hedge may run before both GETs count as stalled
+	hedgeDone   bool
 
 	got      atomic.Int64 // body bytes the first GET has read
 	lastByte atomic.Int64 // when it last read one (UnixNano), 0 before the first
@@ -954,11 +958,15 @@ func (hs *hedge) progress(m int) {
 // against it when it stalls. It returns nil when all bytes are in.
 //
 // The watch (hedge logic): once the GET has run for the p95 of its size
-// class without finishing, it is hedged if no body byte came yet (a stall
-// before or at the headers) or none for stallGap (a stall mid-body; the
-// hedge then asks only for the bytes not read yet). A GET whose body still
-// flows is checked again after stallGap. Whatever the throttling limit, a
-// stalled GET is hedged as long as hedges stay within HedgeFraction.
+// class (or, before the class has samples, four times what the model
+// expects) without finishing, it is hedged if no body byte came yet (a
+// stall before or at the headers) or none for stallGap (a stall mid-body;
+// the hedge then asks only for the bytes not read yet). A GET whose body
+// still flows is checked again after stallGap. Whatever the throttling
+// limit, a stalled GET is hedged as long as hedges stay within
+// HedgeFraction. If the hedge fails, or is still running after as long
+// again while the first GET stays stuck, both end and the task is retried
+// as a timeout.
 func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
 	ctx, cancel := context.WithCancelCause(b.ctx)
@@ -974,9 +982,16 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	want := t.length - from
 	hs := &hedge{done: make(chan struct{})}
 	if !s.o.NoHedge {
-		if d, ok := s.lat.threshold(want, s.o.HedgeFloor, s.o.HedgeMinSamples); ok {
+		d, ok := s.lat.threshold(want, s.o.HedgeFloor, s.o.HedgeMinSamples)
+		if !ok {
+			// Too few GETs of this size yet: what the model expects. A scan's
+			// first GETs stall as often as its last ones.
+			d, ok = s.model.hedgeAfter(want, s.o.HedgeFloor)
+		}
+		if ok {
 			gap := s.lat.stallGap(s.o.HedgeFloor, s.o.HedgeMinSamples)
 			hs.mu.Lock()
+			hs.patience = max(d, gap)
 			hs.timer = time.AfterFunc(d, func() { s.watch(id, t, hs, from, gap, cancel) })
 			hs.mu.Unlock()
 		}
@@ -1020,7 +1035,7 @@ func (s *Scheduler) attempt(id int, t *task) error {
 func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Duration, cancelPrimary context.CancelCauseFunc) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hs.primaryDone || hs.started || t.b.ctx.Err() != nil {
+	if hs.primaryDone || t.b.ctx.Err() != nil {
 		return
 	}
 	if last := hs.lastByte.Load(); last != 0 {
@@ -1029,8 +1044,18 @@ func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Durat
 			return
 		}
 	}
-	if !s.startHedge(id, t, hs, from+hs.got.Load(), cancelPrimary) {
-		hs.timer.Reset(gap) // over the hedge budget now; maybe later
+	switch {
+	case !hs.started:
+		if s.startHedge(id, t, hs, from+hs.got.Load(), cancelPrimary) {
+			hs.timer.Reset(hs.patience)
+		} else {
+			hs.timer.Reset(gap) // over the hedge budget now; maybe later
+		}
+	case !hs.hedgeDone:
+		// Both stuck: the hedge ran as long as the first GET did before
+		// it was hedged. End both; the task is retried as a timeout.
+		hs.cancel(errHedgeStalled)
+		cancelPrimary(fmt.Errorf("%w: stalled, and so did its hedge", ErrTimeout))
 	}
 }
 
@@ -1071,9 +1096,16 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 		s.mu.Unlock()
 		hs.mu.Lock()
 		hs.buf, hs.err = buf, err
-		if err == nil && !hs.primaryWon {
+		hs.hedgeDone = true
+		switch {
+		case err == nil && !hs.primaryWon:
 			hs.won = true
 			cancelPrimary(errHedgeWon)
+		case err != nil && !hs.primaryDone && !errors.Is(context.Cause(ctx), errHedgeLost) && !errors.Is(context.Cause(ctx), errHedgeStalled):
+			// The hedge failed while the first GET is still stuck: end
+			// that one too, as a timeout, so that the task is retried
+			// (from the bytes it has) instead of waiting out the stall.
+			cancelPrimary(fmt.Errorf("%w: stalled, and its hedge failed: %v", ErrTimeout, err))
 		}
 		hs.mu.Unlock()
 		close(hs.done)

@@ -275,3 +275,16 @@ func (l *model) get() Model {
 	}
 	return m
 }
+
+// hedgeAfter is how long a GET of length bytes may run before it is hedged
+// while its size class has too few samples for a percentile: four times
+// what the model expects it to take, at least floor; false before any GET
+// was measured.
+func (l *model) hedgeAfter(length int64, floor time.Duration) (time.Duration, bool) {
+	m := l.get()
+	if m.Samples == 0 {
+		return 0, false
+	}
+	expect := m.Latency + time.Duration(float64(length)/m.Bandwidth*float64(time.Second))
+	return max(floor, 4*expect), true
+}

@@ -256,3 +256,83 @@ func TestQueryLimits(t *testing.T) {
 		t.Fatalf("EnsureParallelism(12): parallelism %d", p)
 	}
 }
+
+// firstFaults is a faultproxy rule: the k-th request of path gets
+// faults[k-1], every other request other.
+func firstFaults(path string, other faultproxy.Fault, faults ...faultproxy.Fault) func(*http.Request, int64) (faultproxy.Fault, bool) {
+	var mu sync.Mutex
+	seen := 0
+	return func(r *http.Request, n int64) (faultproxy.Fault, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == path {
+			if seen++; seen <= len(faults) {
+				return faults[seen-1], true
+			}
+		}
+		return other, true
+	}
+}
+
+// TestHedgeFailsRetries: when the hedge of a stalled GET fails, or stalls
+// too, the stalled GET is ended as a timeout and retried, instead of
+// waiting out its stall.
+func TestHedgeFailsRetries(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		hedge faultproxy.Fault
+	}{
+		{"hedge fails", faultproxy.Fault{Kind: faultproxy.Status, Status: 500}},
+		{"hedge stalls", faultproxy.Fault{Kind: faultproxy.Stall, After: 10, Delay: 2 * time.Millisecond}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			leakCheck(t)
+			objects := randomObjects(26, 60, 8<<10)
+			p := proxied(t, fileServer(t, objects), faultproxy.Config{StallFor: time.Minute,
+				Rule: firstFaults("/obj-050.bin", faultproxy.Fault{Delay: 2 * time.Millisecond},
+					faultproxy.Fault{Kind: faultproxy.Stall, After: 1000, Delay: 2 * time.Millisecond}, c.hedge)})
+			st, pre := openStore(t, p.URL+"/", store.Options{})
+			s := newScheduler(t, iosched.Options{Parallelism: 4, CoalesceGap: -1, Backoff: time.Millisecond})
+			got, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAll(t, got, objects)
+			// The first GET of obj-050 stalls (for a minute), its hedge fails
+			// or stalls: both end, and a third GET answers.
+			if n := p.Count("/obj-050.bin"); n != 3 {
+				t.Fatalf("obj-050 was asked %d times, want 3 (stalled, hedge, retry)", n)
+			}
+			if ss := s.Stats(); ss.Retries != 1 {
+				t.Fatalf("retries %d, want 1", ss.Retries)
+			}
+		})
+	}
+}
+
+// TestHedgeBeforeSamples: a GET of a size never seen before is hedged on
+// what the model expects, so a scan's first GETs are covered too.
+func TestHedgeBeforeSamples(t *testing.T) {
+	leakCheck(t)
+	objects := randomObjects(27, 2, 256<<10)
+	p := proxied(t, fileServer(t, objects), faultproxy.Config{StallFor: time.Minute,
+		Rule: firstFaults("/obj-001.bin", faultproxy.Fault{}, faultproxy.Fault{Kind: faultproxy.Stall, After: 0})})
+	st, pre := openStore(t, p.URL+"/", store.Options{})
+	s := newScheduler(t, iosched.Options{Parallelism: 1})
+	reqs := wholeReqs(st, pre, objects, 0)
+	// Small GETs teach the model the latency (and earn the hedge budget,
+	// 5 % of the GETs); then the whole objects.
+	for range 40 {
+		if _, err := s.Fetch(context.Background(), []iosched.Request{{Store: st, Name: reqs[0].Name, Length: 100}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Fetch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, got, objects)
+	if ss := s.Stats(); ss.HedgesWon != 1 {
+		t.Fatalf("hedges %d won %d, want the stalled first GET of its size hedged", ss.HedgesIssued, ss.HedgesWon)
+	}
+}
