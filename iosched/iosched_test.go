@@ -213,8 +213,9 @@ func TestCancelRemovesQueued(t *testing.T) {
 }
 
 // TestInFlightLimitCPUConsumer: a consumer that burns CPU per result while
-// the queue stays fed does not hold IO back: the proxy sees P requests in
-// flight on average (≥ 0.9 P) and never more than P.
+// the queue stays fed does not hold IO back: the proxy never sees more than
+// P requests in flight, the worker slots stay busy, and a batch whose
+// results nobody reads completes all the same.
 //
 // GETs take 100 ms at the proxy so that the HTTP stack's own CPU time
 // (slow under -race on a busy machine) stays small beside them.
@@ -267,8 +268,24 @@ func TestInFlightLimitCPUConsumer(t *testing.T) {
 	if slots < 0.9 {
 		t.Fatalf("worker slots busy %.2f < 0.9 while the queue was fed", slots)
 	}
-	if avg < 0.9*P {
-		t.Fatalf("average in flight at the proxy %.2f < 0.9 × %d while the queue was fed", avg, P)
+	// The average in flight is logged, not asserted: on a loaded machine
+	// it measures the machine. That IO never waits for the consumer is
+	// asserted below, without timing.
+	stalled := s.Submit(context.Background(), wholeReqs(st, pre, objects, 1))
+	select {
+	case <-stalled.Done(): // every GET done while nobody read a result
+	case <-time.After(time.Minute):
+		t.Fatal("the batch did not complete while its results were not read")
+	}
+	n := 0
+	for r := range stalled.Results() {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		n++
+	}
+	if n != len(objects) {
+		t.Fatalf("%d results, want %d", n, len(objects))
 	}
 }
 
