@@ -9,7 +9,7 @@ import (
 )
 
 // simulate runs the controller against a store for rounds round trips of
-// rtt: each round trip, the limit's worth of GETs is answered, throttled
+// rtt: each round trip, the effective limit's worth of GETs is answered, throttled
 // when throttle(limit, i) says so (i counts the GETs of the round trip).
 // It returns the share of throttled answers and the lowest and the mean
 // limit seen.
@@ -20,7 +20,7 @@ func simulate(c *congestion, t0 time.Time, rounds int, rtt time.Duration, thrott
 	for range rounds {
 		now = now.Add(rtt)
 		c.grow(now)
-		l := c.limit
+		l := c.effective() // throttled answers of the round hold GETs back
 		for i := range l {
 			th := throttle(l, i)
 			c.answer(now, now, th)

@@ -19,8 +19,10 @@ package iosched
 // the background share bg (what random throttling costs anyway, learned):
 //
 //   - f − bg ≥ severeExcess: the store refuses a large part of what we
-//     send. Cut at once to the concurrency it did serve, limit·(1−(f−bg)):
-//     a server that takes 16 of 64 requests gets 16, in one step.
+//     send. Cut at once to the concurrency it did serve, the limit less
+//     the throttled answers beyond the background: a server that takes
+//     16 of 64 requests gets 16, in one step. (Meanwhile each throttled
+//     answer has held one GET back until the round ends: debt.)
 //   - f above bg + tolerance + two standard errors of the round, in two
 //     rounds in a row: the same cut. One noisy round does nothing.
 //   - The round after a cut tests it. If the throttled share fell to at
@@ -60,7 +62,13 @@ type congestion struct {
 
 	roundStart time.Time
 	n, t       int // answers and throttled answers of the round
-	above      int // consecutive rounds above the margin
+	// debt holds back one GET per throttled answer of the round until the
+	// round ends (effective): a throttled slot is not refilled at once,
+	// as TCP's fast recovery deflates its window per loss, so a store
+	// refusing most of what we send is not sent more while the round
+	// that measures it runs.
+	debt  int
+	above int // consecutive rounds above the margin
 
 	testing  bool // this round tests the last cut
 	cutFrom  int  // limit before it
@@ -85,6 +93,7 @@ func (c *congestion) answer(issued, now time.Time, throttled bool) {
 	c.n++
 	if throttled {
 		c.t++
+		c.debt++
 	}
 	need := max(c.limit, minRound)
 	if c.testing {
@@ -98,8 +107,11 @@ func (c *congestion) answer(issued, now time.Time, throttled bool) {
 func (c *congestion) endRound(now time.Time) {
 	f := float64(c.t) / float64(c.n)
 	excess := f - c.bg
+	// The window the store served: the limit less the throttled answers
+	// beyond the background (the debt has held them back all round).
+	served := float64(c.limit) - max(0, float64(c.t)-c.bg*float64(c.n))
 	margin := tolerance + 2*math.Sqrt(max(c.bg, 0.02)*(1-c.bg)/float64(c.n))
-	c.roundStart, c.n, c.t = now, 0, 0
+	c.roundStart, c.n, c.t, c.debt = now, 0, 0, 0
 	if c.testing {
 		c.testing = false
 		switch {
@@ -126,10 +138,10 @@ func (c *congestion) endRound(now time.Time) {
 	}
 	switch {
 	case excess >= severeExcess:
-		c.cut(excess, f, now)
+		c.cut(served, f, now)
 	case excess > margin:
 		if c.above++; c.above >= 2 {
-			c.cut(excess, f, now)
+			c.cut(served, f, now)
 		}
 	default:
 		c.above = 0
@@ -145,9 +157,9 @@ func (c *congestion) endRound(now time.Time) {
 
 // cut lowers the limit to the concurrency the store served and tests the
 // cut in the next round.
-func (c *congestion) cut(excess, f float64, now time.Time) {
+func (c *congestion) cut(served, f float64, now time.Time) {
 	c.cutFrom, c.cutShare = c.limit, f
-	c.setLimit(int(math.Round(float64(c.limit) * (1 - min(excess, 1)))))
+	c.setLimit(int(math.Round(served)))
 	c.testing = true
 	c.above = 0
 	c.cuts++
@@ -159,6 +171,12 @@ func (c *congestion) setLimit(n int) {
 	c.minLimit = min(c.minLimit, c.limit)
 }
 
+// effective is how many GETs may run now: the limit less the round's
+// throttled answers, at least one.
+func (c *congestion) effective() int {
+	return max(1, c.limit-c.debt)
+}
+
 // grow adds one to the limit per interval since the last change, unless a
 // cut is being tested; a test that got too few answers in four intervals
 // ends, keeping the cut.
@@ -166,7 +184,7 @@ func (c *congestion) grow(now time.Time) {
 	if c.testing && now.Sub(c.roundStart) >= 4*c.interval {
 		// Too few answers to judge the cut (the work ran out): keep it.
 		c.testing = false
-		c.roundStart, c.n, c.t = now, 0, 0
+		c.roundStart, c.n, c.t, c.debt = now, 0, 0, 0
 		c.lastGrow = now
 	}
 	if c.limit >= c.p || c.testing {

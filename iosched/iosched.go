@@ -405,7 +405,7 @@ func (s *Scheduler) removeLocked(t *task) {
 func (s *Scheduler) dispatchLocked() {
 	now := time.Now()
 	s.growLocked(now)
-	for s.inflight < min(s.cc.limit, s.p) && s.queued > 0 {
+	for s.inflight < min(s.cc.effective(), s.p) && s.queued > 0 {
 		id := slices.Index(s.busy[:s.p], false)
 		// INVARIANT: fewer than p slots below p are busy when inflight < p.
 		t := s.popLocked(now)
@@ -434,7 +434,7 @@ func (s *Scheduler) worker(id int, t *task) {
 		now := time.Now()
 		s.growLocked(now)
 		t = nil
-		if id < s.p && s.inflight <= min(s.cc.limit, s.p) && s.queued > 0 {
+		if id < s.p && s.inflight <= min(s.cc.effective(), s.p) && s.queued > 0 {
 			t = s.popLocked(now)
 		}
 		if t == nil {

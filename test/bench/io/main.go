@@ -36,6 +36,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -50,8 +51,10 @@ var (
 	out      = flag.String("out", "build/bench", "where the datasets and versitygw's files go")
 	latency  = flag.Duration("latency", 30*time.Millisecond, "latency the proxy adds to every request")
 	mixRuns  = flag.Int("mix-runs", 10, "runs of the small-object scan under the fault mix")
-	largeN   = flag.Int("large", 4, "64 MiB chunks in the large-object case (0: skip it)")
+	largeN   = flag.Int("large", 4, "64 MiB chunks in the large-object case, half IPC files, half streams (0: skip it)")
 	parallel = flag.String("p", "4,16,64", "max_parallel_io values of the first table")
+	tables   = flag.String("tables", "1,2,3,4", "which tables to run")
+	budget   = flag.String("budget", "", "memory_budget of every scan (empty: the adaptive default)")
 )
 
 // dataset is a set of objects on S3 with its catalog and expected sums.
@@ -67,6 +70,8 @@ type dataset struct {
 // runResult is one measured run.
 type runResult struct {
 	window   time.Duration // first to last request at the proxy
+	inFlight float64       // time-averaged requests in flight at the proxy over the window
+	cpu      time.Duration // this process's CPU time (proxy, client, decode; not versitygw)
 	requests int64
 	proxy    faultproxy.Stats
 	stats    scanner.Stats
@@ -96,7 +101,7 @@ func (b *bench) tracePath() string {
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
-	fmt.Printf("io benchmark: versitygw behind faultproxy (%v per request); %s\n", *latency, loadAvg())
+	fmt.Printf("io benchmark: versitygw behind faultproxy (%v per request), memory_budget %q; %s\n", *latency, *budget, loadAvg())
 	root, _ := filepath.Abs(filepath.Join(*out, "io-bench"))
 	os.RemoveAll(root)
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -114,15 +119,20 @@ func main() {
 	tiny := b.prepare(root, "tiny", datagen.Spec{Segments: 2000, ChunksPerSegment: 1, RowsPerChunk: 100, BatchesPerChunk: 1, Seed: 9})
 	var large *dataset
 	if *largeN > 0 {
-		large = b.prepare(root, "large", datagen.Spec{Segments: *largeN, ChunksPerSegment: 1, RowsPerChunk: 1_900_000, BatchesPerChunk: 4, Seed: 10})
+		large = b.prepare(root, "large", datagen.Spec{Segments: *largeN, ChunksPerSegment: 1, RowsPerChunk: 1_750_000, BatchesPerChunk: 4, Seed: 10})
 	}
 
-	if os.Getenv("IOBENCH_TRACE") == "" {
+	run := func(n string) bool { return slices.Contains(strings.Split(*tables, ","), n) }
+	if run("1") {
 		b.table1(mid)
 	}
-	b.table2(tiny)
-	b.table3(mid)
-	if large != nil {
+	if run("2") {
+		b.table2(tiny)
+	}
+	if run("3") {
+		b.table3(mid)
+	}
+	if large != nil && run("4") {
 		b.table4(large)
 	}
 	fmt.Printf("\nend: %s\n", loadAvg())
@@ -182,14 +192,26 @@ func (b *bench) storeOptions(p *faultproxy.Proxy) store.Options {
 	return store.Options{S3Endpoint: p.URL, S3AccessKeyID: b.srv.AccessKey, S3SecretAccessKey: b.srv.SecretKey, S3Region: b.srv.Region}
 }
 
-// window returns the time from the first request's arrival at the proxy to
-// the last one's end.
-func window(p *faultproxy.Proxy) time.Duration {
+// measured fills r's window (from the first request's arrival at the proxy
+// to the last one's end), the average in flight over it, and the CPU time
+// since cpu0.
+func measured(r runResult, p *faultproxy.Proxy, cpu0 time.Duration) runResult {
 	ev := p.Events()
-	if len(ev) == 0 {
-		return 0
+	if len(ev) > 0 {
+		r.window = ev[len(ev)-1].T.Sub(ev[0].T)
+		r.inFlight = faultproxy.Average(ev, ev[0].T, ev[len(ev)-1].T)
 	}
-	return ev[len(ev)-1].T.Sub(ev[0].T)
+	r.proxy = p.Stats()
+	r.requests = r.proxy.Requests
+	r.cpu = cpuTime() - cpu0
+	return r
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // raw GETs every object (in parts of at most part bytes) with p goroutines.
@@ -206,6 +228,7 @@ func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runRes
 		log.Fatal(err)
 	}
 	defer st.Close()
+	cpu0 := cpuTime()
 	type piece struct{ key, off, n int64 }
 	var pieces []piece
 	for i, size := range d.sizes {
@@ -240,8 +263,7 @@ func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runRes
 		})
 	}
 	wg.Wait()
-	r := runResult{window: window(proxy), proxy: proxy.Stats()}
-	r.requests = r.proxy.Requests
+	r := measured(runResult{}, proxy, cpu0)
 	if e := firstErr.Load(); e != nil {
 		r.err = *e
 	} else if got.Load() != d.bytes {
@@ -252,8 +274,8 @@ func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runRes
 
 // scan runs the scanner over d at max_parallel_io p, reading fields (nil:
 // all), and checks the rows and sum(x).
-func (b *bench) scan(d *dataset, cfg faultproxy.Config, p int, fields []int) runResult {
-	proxy, err := faultproxy.New(b.srv.Endpoint, cfg)
+func (b *bench) scan(d *dataset, pcfg faultproxy.Config, p int, fields []int) runResult {
+	proxy, err := faultproxy.New(b.srv.Endpoint, pcfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -263,7 +285,14 @@ func (b *bench) scan(d *dataset, cfg faultproxy.Config, p int, fields []int) run
 		rows[i] = scanner.Row{"url": "s3://bench/" + k, "length": d.sizes[i]}
 	}
 	ctx := context.Background()
-	plan, err := scanner.Bind(ctx, scanner.Config{Rows: rows, Store: b.storeOptions(proxy), MaxParallelIO: p, Trace: b.tracePath()})
+	cpu0 := cpuTime()
+	cfg := scanner.Config{Rows: rows, Store: b.storeOptions(proxy), MaxParallelIO: p, Trace: b.tracePath()}
+	if *budget != "" {
+		if cfg.MemoryBudget, err = scanner.ParseBytes(*budget); err != nil {
+			log.Fatal(err)
+		}
+	}
+	plan, err := scanner.Bind(ctx, cfg)
 	if err != nil {
 		return runResult{err: err}
 	}
@@ -301,8 +330,7 @@ func (b *bench) scan(d *dataset, cfg faultproxy.Config, p int, fields []int) run
 	}
 	wg.Wait()
 	s.Close()
-	r := runResult{window: window(proxy), proxy: proxy.Stats(), stats: s.Stats()}
-	r.requests = r.proxy.Requests
+	r := measured(runResult{stats: s.Stats()}, proxy, cpu0)
 	if e := firstErr.Load(); e != nil {
 		r.err = *e
 	} else if nrows.Load() != d.rows || sumX.Load() != d.sumX {
@@ -322,8 +350,8 @@ func must(what string, r runResult) runResult {
 func (b *bench) table1(d *dataset) {
 	fmt.Printf("\n1. %d objects × ~%.0f KiB (IPC file and stream), catalog with lengths, proxy %v: scan MiB/s ÷ raw loop MiB/s (%s)\n",
 		len(d.keys), float64(d.bytes)/float64(len(d.keys))/1024, *latency, loadAvg())
-	fmt.Printf("%4s %9s %9s %7s %9s %7s %10s %10s %12s %12s\n", "P", "raw MiB/s", "narrow", "ratio", "wide", "ratio",
-		"req narrow", "req wide", "rt/chunk n", "projected n")
+	fmt.Printf("%4s %9s %9s %7s %9s %7s %10s %10s %10s %9s %9s %9s\n", "P", "raw MiB/s", "narrow", "ratio", "wide", "ratio",
+		"req narrow", "req wide", "rt/chunk n", "inflight", "n", "w")
 	cfg := faultproxy.Config{Latency: *latency}
 	for _, f := range strings.Split(*parallel, ",") {
 		var p int
@@ -331,13 +359,22 @@ func (b *bench) table1(d *dataset) {
 		raw := must("raw", b.raw(d, cfg, p, 8<<20))
 		narrow := must("narrow", b.scan(d, cfg, p, []int{0}))
 		wide := must("wide", b.scan(d, cfg, p, nil))
-		fmt.Printf("%4d %9.1f %9.1f %6.2f× %9.1f %6.2f× %10d %10d %12.2f %12d\n", p, raw.mibps(d),
+		fmt.Printf("%4d %9.1f %9.1f %6.2f× %9.1f %6.2f× %10d %10d %10.2f %9.1f %9.1f %9.1f   cpu s raw %.2f n %.2f w %.2f\n", p, raw.mibps(d),
 			narrow.mibps(d), raw.window.Seconds()/narrow.window.Seconds(),
 			wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(),
 			narrow.requests, wide.requests,
-			float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)), narrow.stats.ProjectedChunks)
+			float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)),
+			raw.inFlight, narrow.inFlight, wide.inFlight, raw.cpu.Seconds(), narrow.cpu.Seconds(), wide.cpu.Seconds())
+		if os.Getenv("IOBENCH_VERBOSE") != "" {
+			for _, r := range []runResult{narrow, wide} {
+				fmt.Printf("      limit min %d, hedges %d, budget cap %d peak %d waits %d (%v), io_utilization %.2f, wall %v\n",
+					r.stats.LimitMin, r.stats.HedgesIssued, r.stats.Budget.Cap, r.stats.Budget.Peak, r.stats.Budget.Waits,
+					r.stats.Budget.TotalWait, r.stats.IOUtilization, r.stats.Wall)
+			}
+		}
 	}
-	fmt.Println("requests: at the proxy, bind included; rt/chunk: sequential request waves per chunk (the first chunk is read at bind)")
+	fmt.Println("requests: at the proxy, bind included; rt/chunk n: sequential request waves per chunk of the narrow scan (the first chunk is read at bind);")
+	fmt.Println("inflight: time-averaged requests in flight at the proxy (raw, narrow, wide); cpu s: this process's CPU seconds (proxy + client + decode; versitygw apart)")
 }
 
 // table2: small objects, fault-free against the mix.
