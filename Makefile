@@ -88,6 +88,7 @@ bench: release tools
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
 	go run ./test/bench/iosched -out test/bench -objects 1024 -size 64KiB -svg iosched_inflight_64k.svg
 	go run ./test/bench/scan -out build/bench
+	go run ./test/bench/io -out build/bench
 
 clean:
 	rm -rf build
