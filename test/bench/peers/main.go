@@ -43,7 +43,7 @@ type config struct {
 	rows                                 int64
 	chunks, runs, p, segments            int
 	capBytes                             int64
-	label                                string
+	label, target                        string
 }
 
 func main() {
@@ -57,6 +57,7 @@ func main() {
 	flag.StringVar(&c.svg, "svg", "test/bench/peers_w1.svg", "the bar picture to write")
 	flag.StringVar(&c.only, "only", "", "comma-separated contender keys to run (default all; the report needs all)")
 	flag.StringVar(&c.label, "label", "full", "what kind of run this is, for the report (full, quick)")
+	flag.StringVar(&c.target, "target", "bench-peers", "the make target that runs this, for the report")
 	flag.Int64Var(&c.rows, "rows", 4_000_000, "rows of the W1 dataset")
 	flag.IntVar(&c.chunks, "chunks", 16, "chunks (IPC files) of the W1 dataset")
 	flag.IntVar(&c.runs, "runs", 3, "interleaved runs of every contender")
@@ -148,8 +149,10 @@ func installPeers(work, scripts string) (*nodeEnv, error) {
 	if err := os.WriteFile(filepath.Join(n.dir, "package-lock.json"), lock, 0o644); err != nil {
 		return nil, err
 	}
-	// No install scripts: every package needed ships prebuilt binaries.
-	cmd := exec.Command("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
+	// No install scripts: every package needed ships prebuilt binaries. No
+	// optional dependencies: package.json lists the linux-x64 binaries, and
+	// the rest (LanceDB's embedding helpers, other platforms) is not needed.
+	cmd := exec.Command("npm", "ci", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
 	cmd.Dir = n.dir
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -263,8 +266,12 @@ func run(c config) error {
 			results[ct.key] = append(results[ct.key], m)
 		}
 	}
+	fl, err := floors(c, srv, self, ext, node)
+	if err != nil {
+		return err
+	}
 	rep := report{
-		c: c, d: d, cs: cs, results: results, started: started, finished: time.Now().UTC(),
+		c: c, d: d, cs: cs, results: results, started: started, finished: time.Now().UTC(), floors: fl,
 		load0: load0, load1: loadAvg(), node: node, prepTime: prepTime, srv: srv,
 	}
 	return rep.write()
@@ -324,20 +331,9 @@ var (
 // measure runs one contender once and checks its answer.
 func measure(ct contender, d *dataset) (measurement, error) {
 	m := measurement{load: loadAvg()}
-	tf, err := os.CreateTemp("", "peers-time-*")
+	stdout, tv, err := timeV(ct.argv, ct.env)
 	if err != nil {
 		return m, err
-	}
-	tf.Close()
-	defer os.Remove(tf.Name())
-	cmd := exec.Command("/usr/bin/time", append([]string{"-v", "-o", tf.Name()}, ct.argv...)...)
-	cmd.Env = append(append(os.Environ(), "DUCKDB_AGENT_MODE=0"), ct.env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	tv, _ := os.ReadFile(tf.Name())
-	if runErr != nil {
-		return m, fmt.Errorf("%v\n%s\n%s\n%s", runErr, stdout.String(), lastLines(stderr.String(), 20), tv)
 	}
 	if x := maxRSS.FindSubmatch(tv); x != nil {
 		kb, _ := strconv.ParseInt(string(x[1]), 10, 64)
@@ -349,9 +345,9 @@ func measure(ct contender, d *dataset) (measurement, error) {
 		s, _ := strconv.ParseFloat(string(x[3]), 64)
 		m.process = time.Duration((h*3600 + mi*60 + s) * float64(time.Second))
 	}
-	got, scan, wire, err := parseAnswer(stdout.String())
+	got, scan, wire, err := parseAnswer(stdout)
 	if err != nil {
-		return m, fmt.Errorf("%v; output:\n%s", err, stdout.String())
+		return m, fmt.Errorf("%v; output:\n%s", err, stdout)
 	}
 	m.scan, m.wire = scan, wire
 	if ct.checks && got != d.Expected {
@@ -361,6 +357,62 @@ func measure(ct contender, d *dataset) (measurement, error) {
 		return m, fmt.Errorf("read %d bytes, want %d", wire, d.IPCBytes)
 	}
 	return m, nil
+}
+
+// timeV runs argv under /usr/bin/time -v and returns its standard output
+// and time's report.
+func timeV(argv, env []string) (string, []byte, error) {
+	tf, err := os.CreateTemp("", "peers-time-*")
+	if err != nil {
+		return "", nil, err
+	}
+	tf.Close()
+	defer os.Remove(tf.Name())
+	cmd := exec.Command("/usr/bin/time", append([]string{"-v", "-o", tf.Name()}, argv...)...)
+	cmd.Env = append(append(os.Environ(), "DUCKDB_AGENT_MODE=0"), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	tv, _ := os.ReadFile(tf.Name())
+	if runErr != nil {
+		return "", tv, fmt.Errorf("%v\n%s\n%s\n%s", runErr, stdout.String(), lastLines(stderr.String(), 20), tv)
+	}
+	return stdout.String(), tv, nil
+}
+
+// floor is the peak RSS of a contender's host process with its engine
+// loaded and nothing scanned.
+type floor struct {
+	name string
+	rss  int64
+}
+
+// floors measures the host processes the contenders run in, idle.
+func floors(c config, srv *s3server.Server, self, ext string, node *nodeEnv) ([]floor, error) {
+	nodePath := "NODE_PATH=" + filepath.Join(node.dir, "node_modules")
+	var out []floor
+	for _, f := range []struct {
+		name string
+		argv []string
+		env  []string
+	}{
+		{"DuckDB CLI with remote_segments loaded (`SELECT 1`)", []string{c.duckdb, "-unsigned", "-csv", "-c", "LOAD '" + ext + "';", "-c", "SELECT 1;"}, nil},
+		{"Go contender with its S3 store", []string{self, "-child", "idle", "-prefix", "s3://" + bucket + "/", "-endpoint", srv.Endpoint}, s3Env(srv)},
+		{"node with nodejs-polars loaded", []string{"node", "-e", "require('nodejs-polars')"}, []string{nodePath}},
+		{"node with @lancedb/lancedb and apache-arrow loaded", []string{"node", "-e", "require('@lancedb/lancedb'); require('apache-arrow')"}, []string{nodePath}},
+	} {
+		_, tv, err := timeV(f.argv, f.env)
+		if err != nil {
+			return nil, fmt.Errorf("floor %s: %w", f.name, err)
+		}
+		fl := floor{name: f.name}
+		if x := maxRSS.FindSubmatch(tv); x != nil {
+			kb, _ := strconv.ParseInt(string(x[1]), 10, 64)
+			fl.rss = kb << 10
+		}
+		out = append(out, fl)
+	}
+	return out, nil
 }
 
 // parseAnswer reads a RESULT line, or the DuckDB CLI's CSV row and timer.

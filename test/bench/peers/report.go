@@ -24,6 +24,7 @@ type report struct {
 	load0, load1 float64
 	node         *nodeEnv
 	prepTime     time.Duration
+	floors       []floor
 	srv          *s3server.Server
 }
 
@@ -194,7 +195,16 @@ func (r *report) write() error {
 		"LanceDB streaming `query().select([...]).execute()` and summing in JavaScript over the Arrow buffers. "+
 		"DuckDB's own readers run on local files (the page cache: no network), as the reference for what decoding costs.\n\n",
 		r.c.p, nestedShape(r.c.p, r.c.segments, r.d.Chunks, r.d.IPCBytes/int64(r.d.Chunks)), r.c.segments, (r.d.Chunks+r.c.segments-1)/r.c.segments, mib(r.c.capBytes))
-	w("Reproduce: `%s` (this run: `%s`).", "make bench-peers", strings.Join(os.Args, " "))
+	w("Peak RSS of the host processes with the engine loaded and nothing scanned (the floor under each row above):")
+	for i, f := range r.floors {
+		sep := ","
+		if i == len(r.floors)-1 {
+			sep = "."
+		}
+		w(" %s %.0f MiB%s", f.name, float64(f.rss)/(1<<20), sep)
+	}
+	w("\n\n")
+	w("Reproduce: `make %s` (this run: `%s`).", r.c.target, strings.Join(os.Args, " "))
 	if r.node.installTime > 0 {
 		w(" The peers' install (`npm ci` into `%s/node`) took %.0f s in this run.", r.c.work, r.node.installTime.Seconds())
 	}
