@@ -195,6 +195,8 @@ type measurement struct {
 	scan    time.Duration // what the contender timed around its scan
 	process time.Duration // the process's wall time
 	rss     int64         // bytes
+	cpu     time.Duration // user + system time of the process
+	faults  int64         // minor and major page faults of the process
 	wire    int64         // the raw loop's bytes
 	load    float64       // 1-minute load average just before the run
 }
@@ -325,6 +327,8 @@ var (
 	resultLine = regexp.MustCompile(`RESULT rows=(\d+) sum_id=(-?\d+) sum_x=([0-9.e+]+) len_s=(\d+) len_payload=(\d+) wire_bytes=(\d+) scan_ms=([0-9.]+)|RESULT rows=(\d+) sum_id=(-?\d+) sum_x=([0-9.e+]+) len_s=(\d+) len_payload=(\d+) scan_ms=([0-9.]+)`)
 	runTime    = regexp.MustCompile(`Run Time \(s\): real ([0-9.]+)`)
 	maxRSS     = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
+	cpuTime    = regexp.MustCompile(`(?:User|System) time \(seconds\): ([0-9.]+)`)
+	pageFaults = regexp.MustCompile(`(?:Major|Minor) \([a-z ]+\) page faults: (\d+)`)
 	elapsed    = regexp.MustCompile(`Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([0-9.]+)`)
 )
 
@@ -338,6 +342,14 @@ func measure(ct contender, d *dataset) (measurement, error) {
 	if x := maxRSS.FindSubmatch(tv); x != nil {
 		kb, _ := strconv.ParseInt(string(x[1]), 10, 64)
 		m.rss = kb << 10
+	}
+	for _, x := range cpuTime.FindAllSubmatch(tv, -1) {
+		v, _ := strconv.ParseFloat(string(x[1]), 64)
+		m.cpu += time.Duration(v * float64(time.Second))
+	}
+	for _, x := range pageFaults.FindAllSubmatch(tv, -1) {
+		v, _ := strconv.ParseInt(string(x[1]), 10, 64)
+		m.faults += v
 	}
 	if x := elapsed.FindSubmatch(tv); x != nil {
 		h, _ := strconv.ParseFloat(string(x[1]), 64)

@@ -13,7 +13,9 @@ package main
 //            decoded bytes only (what a channel can see); one consumer sums.
 //   nested   nested buffered(k): k1 segments at a time × k2 chunks at a time
 //            × k3 ranges at a time (k1·k2·k3 = p), every level waiting for its
-//            whole wave; decode and sum between the waves.
+//            whole wave; decode and sum between the waves. (test/bench/iosched
+//            has the same design over whole objects, in a main package that
+//            cannot be imported: this one is written again, over ranges.)
 
 import (
 	"bytes"

@@ -34,6 +34,8 @@ type row struct {
 	mibps, lo, hi     float64 // median, min, max MiB/s
 	rss, rssLo, rssHi float64 // MiB
 	process           float64 // median process wall time, s
+	cpuPerGiB         float64 // median CPU s of the whole process per GiB of IPC
+	faultsPerGiB      float64 // median page faults of the whole process per GiB of IPC
 	loadLo, loadHi    float64
 	ofRaw             float64
 	runs              int
@@ -49,6 +51,9 @@ func (r *report) rows() []row {
 		speed, rss := speedOf(r.d), rssMiB
 		x := row{ct: ct, runs: len(ms), mibps: medianBy(ms, speed), rss: medianBy(ms, rss),
 			process: medianBy(ms, func(m measurement) float64 { return m.process.Seconds() })}
+		gib := float64(r.d.IPCBytes) / (1 << 30)
+		x.cpuPerGiB = medianBy(ms, func(m measurement) float64 { return m.cpu.Seconds() / gib })
+		x.faultsPerGiB = medianBy(ms, func(m measurement) float64 { return float64(m.faults) / gib })
 		x.lo, x.hi = minMax(ms, speed)
 		x.rssLo, x.rssHi = minMax(ms, rss)
 		x.loadLo, x.loadHi = minMax(ms, func(m measurement) float64 { return m.load })
@@ -109,6 +114,65 @@ func (r *report) goal(rs row, rows []row) (best row, thr, mem float64, met bool,
 	return best, thr, mem, thr >= 1.2 && mem <= 0.5, true
 }
 
+// peerMatrix writes the ratios of both remote_segments rows against every
+// peer, and which peer was fastest in each round: with a noisy machine the
+// best peer can change between rounds, and the verdict with it.
+func (r *report) peerMatrix(w func(string, ...any), rows []row) {
+	var peers []row
+	for _, x := range rows {
+		if x.ct.group == "peer" {
+			peers = append(peers, x)
+		}
+	}
+	if len(peers) == 0 {
+		return
+	}
+	w("\n| against each peer (per-round ratios) |")
+	for _, p := range peers {
+		w(" %s: MiB/s × | RSS × |", p.ct.name)
+	}
+	w("\n|---|" + strings.Repeat("--:|--:|", len(peers)) + "\n")
+	for _, key := range []string{"rs", "rs64"} {
+		i := slices.IndexFunc(rows, func(x row) bool { return x.ct.key == key })
+		if i < 0 {
+			continue
+		}
+		w("| %s |", rows[i].ct.name)
+		for _, p := range peers {
+			w(" %.2f | %.2f |", r.ratio(key, p.ct.key, speedOf(r.d)), r.ratio(key, p.ct.key, rssMiB))
+		}
+		w("\n")
+	}
+	var best []string
+	for round := range r.c.runs {
+		name, top := "", 0.0
+		for _, p := range peers {
+			if ms := r.results[p.ct.key]; round < len(ms) && speedOf(r.d)(ms[round]) > top {
+				name, top = p.ct.name, speedOf(r.d)(ms[round])
+			}
+		}
+		best = append(best, fmt.Sprintf("round %d: %s (%.0f MiB/s)", round+1, name, top))
+	}
+	w("\nFastest peer in each round: %s.", strings.Join(best, "; "))
+	if !allSame(best) {
+		w(" The fastest peer changes between rounds at this load, so the verdict depends on the run: read it with the table above.")
+	}
+	w("\n")
+}
+
+func allSame(best []string) bool {
+	name := func(s string) string {
+		s = strings.SplitN(s, ": ", 2)[1]
+		return s[:strings.LastIndex(s, " (")]
+	}
+	for _, b := range best[1:] {
+		if name(b) != name(best[0]) {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *report) write() error {
 	rows := r.rows()
 	var b strings.Builder
@@ -151,6 +215,7 @@ func (r *report) write() error {
 	} else {
 		w("\n**W1 goal: not met** in this run (by how much: above).\n")
 	}
+	r.peerMatrix(w, rows)
 	w("\nRatios are medians over the rounds of the ratio within a round (the contenders of one round ran within about a minute of each other, so load from elsewhere that changes between rounds cancels); "+
 		"MiB/s and MiB are medians over the runs. Measured %s UTC (%s run, %d interleaved run(s) per contender) on a machine shared with other work "+
 		"(1-minute load average %.2f at the start, %.2f at the end on %d cores, and beside every figure below): absolute figures are low and noisy under such load; "+
@@ -180,13 +245,14 @@ func (r *report) write() error {
 		r.d.Rows, r.d.Chunks, mib(r.d.IPCBytes/int64(r.d.Chunks)), mib(r.d.IPCBytes), mib(r.d.parquetSz), mib(r.d.lanceSz))
 	w("MiB/s is the Arrow IPC size of the rows (%s) over the scan's wall time as the contender measures it (DuckDB's `.timer`, or a clock around the query in the Go and Node programs), "+
 		"whatever the format's size on the wire, so every column is the same work. Peak RSS is `/usr/bin/time -v` of the contender's own process. "+
-		"Spread is min–max over the runs.\n\n", mib(r.d.IPCBytes))
+		"Spread is min–max over the runs. Process s, CPU s (user + system) and page faults are of the whole process, start-up included, "+
+		"CPU and faults per GiB of the rows' IPC size: on 2 shared cores, CPU per GiB is what decides throughput under load.\n\n", mib(r.d.IPCBytes))
 	w("![W1 throughput and peak RSS](%s)\n\n", relPath(r.c.report, r.c.svg))
-	w("| contender | reads | MiB/s | × raw loop (per round) | peak RSS MiB | MiB/s spread | RSS spread | process s | load avg |\n")
-	w("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	w("| contender | reads | MiB/s | × raw loop (per round) | peak RSS MiB | MiB/s spread | RSS spread | process s | CPU s / GiB | page faults / GiB | load avg |\n")
+	w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, x := range rows {
-		w("| %s | %s | %.0f | %.2f | %.0f | %.0f–%.0f | %.0f–%.0f | %.1f | %.2f–%.2f |\n",
-			x.ct.name, x.ct.reads, x.mibps, x.ofRaw, x.rss, x.lo, x.hi, x.rssLo, x.rssHi, x.process, x.loadLo, x.loadHi)
+		w("| %s | %s | %.0f | %.2f | %.0f | %.0f–%.0f | %.0f–%.0f | %.1f | %.2f | %.0fk | %.2f–%.2f |\n",
+			x.ct.name, x.ct.reads, x.mibps, x.ofRaw, x.rss, x.lo, x.hi, x.rssLo, x.rssHi, x.process, x.cpuPerGiB, x.faultsPerGiB/1000, x.loadLo, x.loadHi)
 	}
 	w("\nSettings: remote_segments at its defaults (max_parallel_io 64, request_size 8 MiB) except the budget; "+
 		"the Go contenders at %d requests in flight in 8 MiB ranges (nested: %s over %d segments of %d chunks; channel: cap %s of decoded batches, "+
