@@ -7,12 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
 
 // The Go contenders must compute the answer computed while writing the data,
 // whatever the ranges and the concurrency; the raw loop must read every byte.
 func TestGoContendersAnswer(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	old := rangeSize
 	rangeSize = 64 << 10 // several ranges per chunk
 	t.Cleanup(func() { rangeSize = old })
@@ -92,5 +95,35 @@ func TestSplitNested(t *testing.T) {
 		if k1 != tc.k1 || k2 != tc.k2 || k3 != tc.k3 || k1*k2*k3 > tc.p {
 			t.Errorf("splitNested(%d, %d, %d, %d) = %d×%d×%d, want %d×%d×%d", tc.p, tc.segs, tc.perSeg, tc.ranges, k1, k2, k3, tc.k1, tc.k2, tc.k3)
 		}
+	}
+}
+
+// The verdict compares remote_segments with the fastest peer only, by the
+// median of the per-round ratios, on both throughput and peak RSS.
+func TestGoal(t *testing.T) {
+	d := &dataset{IPCBytes: 1 << 30}
+	at := func(secs float64, rssMiB int64) measurement {
+		return measurement{scan: time.Duration(secs * float64(time.Second)), rss: rssMiB << 20}
+	}
+	r := &report{d: d, c: config{runs: 3}, results: map[string][]measurement{
+		// 1024 MiB over 1 s = 1024 MiB/s, and so on.
+		"rs":         {at(1, 100), at(1, 100), at(2, 100)},
+		"rs64":       {at(1, 300), at(1, 300), at(1, 300)},
+		"polars_ipc": {at(1.25, 250), at(1.25, 250), at(2.5, 250)}, // fastest peer: rs is 1.25× it
+		"lancedb":    {at(4, 1000), at(4, 1000), at(4, 1000)},
+	}}
+	r.cs = []contender{{key: "rs", group: "rs"}, {key: "rs64", group: "rs"}, {key: "polars_ipc", group: "peer"}, {key: "lancedb", group: "peer"}}
+	rows := r.rows()
+	best, thr, mem, met, ok := r.goal(rows[0], rows)
+	if !ok || best.ct.key != "polars_ipc" || thr != 1.25 || mem != 0.4 || !met {
+		t.Errorf("rs: best %s, %.2f×, RSS %.2f×, met %v, ok %v; want polars_ipc, 1.25×, 0.4×, met", best.ct.key, thr, mem, met, ok)
+	}
+	_, thr, mem, met, _ = r.goal(rows[1], rows)
+	if thr != 1.25 || mem != 1.2 || met {
+		t.Errorf("rs64: %.2f×, RSS %.2f×, met %v; want 1.25×, 1.2×, not met", thr, mem, met)
+	}
+	r.results["polars_ipc"][0] = at(0.5, 250) // one round where the peer is faster: the median ratio stays
+	if _, thr, _, _, _ := r.goal(r.rows()[0], r.rows()); thr != 1.25 {
+		t.Errorf("rs with one outlier round: %.2f×, want 1.25×", thr)
 	}
 }
