@@ -197,6 +197,7 @@ type measurement struct {
 	rss     int64         // bytes
 	cpu     time.Duration // user + system time of the process
 	faults  int64         // minor and major page faults of the process
+	budget  [2]int64      // remote_segments' budget cap and peak, from remote_segments_stats()
 	wire    int64         // the raw loop's bytes
 	load    float64       // 1-minute load average just before the run
 }
@@ -285,7 +286,8 @@ func contenders(c config, d *dataset, srv *s3server.Server, self, ext string, no
 	sums := "count(*), sum(id), sum(x), sum(strlen(s)), sum(strlen(payload))"
 	rs := func(extra string) string {
 		return fmt.Sprintf("SELECT %s FROM remote_segments('%s', s3_endpoint := '%s', s3_access_key_id := '%s', s3_secret_access_key := '%s', s3_region := '%s'%s);",
-			sums, ipcGlob, srv.Endpoint, srv.AccessKey, srv.SecretKey, srv.Region, extra)
+			sums, ipcGlob, srv.Endpoint, srv.AccessKey, srv.SecretKey, srv.Region, extra) +
+			" SELECT 'budget', budget_cap, budget_peak FROM remote_segments_stats();"
 	}
 	duck := func(db, sql string) []string {
 		argv := []string{c.duckdb, "-unsigned", "-csv", "-noheader"}
@@ -325,6 +327,7 @@ func contenders(c config, d *dataset, srv *s3server.Server, self, ext string, no
 
 var (
 	resultLine = regexp.MustCompile(`RESULT rows=(\d+) sum_id=(-?\d+) sum_x=([0-9.e+]+) len_s=(\d+) len_payload=(\d+) wire_bytes=(\d+) scan_ms=([0-9.]+)|RESULT rows=(\d+) sum_id=(-?\d+) sum_x=([0-9.e+]+) len_s=(\d+) len_payload=(\d+) scan_ms=([0-9.]+)`)
+	budgetLine = regexp.MustCompile(`(?m)^budget,(\d+),(\d+)$`)
 	runTime    = regexp.MustCompile(`Run Time \(s\): real ([0-9.]+)`)
 	maxRSS     = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
 	cpuTime    = regexp.MustCompile(`(?:User|System) time \(seconds\): ([0-9.]+)`)
@@ -362,6 +365,10 @@ func measure(ct contender, d *dataset) (measurement, error) {
 		return m, fmt.Errorf("%v; output:\n%s", err, stdout)
 	}
 	m.scan, m.wire = scan, wire
+	if x := budgetLine.FindStringSubmatch(stdout); x != nil {
+		m.budget[0], _ = strconv.ParseInt(x[1], 10, 64)
+		m.budget[1], _ = strconv.ParseInt(x[2], 10, 64)
+	}
 	if ct.checks && got != d.Expected {
 		return m, fmt.Errorf("wrong answer: got %v, want %v", got, d.Expected)
 	}

@@ -261,6 +261,14 @@ func (r *report) write() error {
 		"LanceDB streaming `query().select([...]).execute()` and summing in JavaScript over the Arrow buffers. "+
 		"DuckDB's own readers run on local files (the page cache: no network), as the reference for what decoding costs.\n\n",
 		r.c.p, nestedShape(r.c.p, r.c.segments, r.d.Chunks, r.d.IPCBytes/int64(r.d.Chunks)), r.c.segments, (r.d.Chunks+r.c.segments-1)/r.c.segments, mib(r.c.capBytes))
+	for _, key := range []string{"rs", "rs64"} {
+		if ms := r.results[key]; len(ms) > 0 && ms[0].budget[0] > 0 {
+			i := slices.IndexFunc(r.cs, func(c contender) bool { return c.key == key })
+			w("%s: budget cap %s, budget peak %s (median; from `remote_segments_stats()`). ", r.cs[i].name, mib(ms[0].budget[0]),
+				mib(int64(medianBy(ms, func(m measurement) float64 { return float64(m.budget[1]) }))))
+		}
+	}
+	w("versitygw runs on the same cores; its CPU is in no row.\n\n")
 	w("Peak RSS of the host processes with the engine loaded and nothing scanned (the floor under each row above):")
 	for i, f := range r.floors {
 		sep := ","
