@@ -274,8 +274,8 @@ func run(c config) error {
 		return err
 	}
 	rep := report{
-		c: c, d: d, cs: cs, results: results, started: started, finished: time.Now().UTC(), floors: fl,
-		load0: load0, load1: loadAvg(), node: node, prepTime: prepTime, srv: srv,
+		c: c, d: d, cs: cs, results: results, started: started, floors: fl,
+		load0: load0, load1: loadAvg(), node: node, prepTime: prepTime,
 	}
 	return rep.write()
 }

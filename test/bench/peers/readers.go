@@ -227,7 +227,7 @@ func readChannel(ctx context.Context, st store.Store, chunks []chunkInfo, p int,
 	rs := ranges(chunks)
 	bufs := make([][]byte, len(chunks))
 	left := make([]atomic.Int64, len(chunks))
-	var once sync.Mutex // allocates a chunk's buffer when its first range starts
+	var bufMu sync.Mutex // allocates a chunk's buffer when its first range starts
 	for i, ch := range chunks {
 		left[i].Store((ch.size + rangeSize - 1) / rangeSize)
 	}
@@ -248,12 +248,12 @@ func readChannel(ctx context.Context, st store.Store, chunks []chunkInfo, p int,
 					return nil
 				}
 				r := rs[i]
-				once.Lock()
+				bufMu.Lock()
 				if bufs[r.chunk] == nil {
 					bufs[r.chunk] = make([]byte, chunks[r.chunk].size)
 				}
 				buf := bufs[r.chunk]
-				once.Unlock()
+				bufMu.Unlock()
 				if err := fetch(gctx, st, chunks[r.chunk], r, buf[r.off:r.off+r.size]); err != nil {
 					return err
 				}
@@ -278,9 +278,9 @@ func readChannel(ctx context.Context, st store.Store, chunks []chunkInfo, p int,
 						return gctx.Err()
 					}
 				})
-				once.Lock()
+				bufMu.Lock()
 				bufs[r.chunk] = nil
-				once.Unlock()
+				bufMu.Unlock()
 				if err != nil {
 					return err
 				}

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/remote-segments/remote_segments/test/s3server"
 )
 
 type report struct {
@@ -20,12 +18,10 @@ type report struct {
 	cs           []contender
 	results      map[string][]measurement
 	started      time.Time
-	finished     time.Time
 	load0, load1 float64
 	node         *nodeEnv
 	prepTime     time.Duration
 	floors       []floor
-	srv          *s3server.Server
 }
 
 // row is one contender's line of the table.
