@@ -378,8 +378,8 @@ func barsSVG(rows []row, when time.Time, label string, d *dataset) string {
 		mib(d.IPCBytes), d.Chunks, label, when.Format("2006-01-02 15:04"))
 	x1 := labelW
 	x2 := labelW + panelW + gap
-	fmt.Fprintf(&b, `<text x="%d" y="%d">throughput, MiB/s (median; whisker: min–max)</text>`+"\n", x1, top-10)
-	fmt.Fprintf(&b, `<text x="%d" y="%d">peak RSS, MiB (median)</text>`+"\n", x2, top-10)
+	fmt.Fprintf(&b, `<text x="%d" y="%d">MiB/s, higher is better (median; line: min–max)</text>`+"\n", x1, top-10)
+	fmt.Fprintf(&b, `<text x="%d" y="%d">peak RSS MiB, lower is better (median)</text>`+"\n", x2, top-10)
 	for i, x := range rows {
 		y := top + i*rowH
 		c := colors[x.ct.group]
