@@ -70,6 +70,10 @@ demo: release duckdb
 
 test: release tools
 	tools/check-extension.sh $(EXT)
+	@deps=$$(go list -deps ./extension) || exit 1; \
+	if grep -e duckdb-go -e go-duckdb <<<"$$deps"; then \
+		echo "make test: ./extension depends on the DuckDB Go driver (above): that links a second DuckDB into the extension"; exit 1; \
+	fi
 	$(MAKE) --no-print-directory test-go test-sql
 
 test-go:
