@@ -16,7 +16,9 @@
 // LOAD '<path>/remote_segments.duckdb_extension' does what loading the
 // extension does in the other hosts, the Go way: remotesql.Register on the
 // session's connection (a Go program cannot load the extension, a second Go
-// runtime). Every other statement runs as written.
+// runtime). Every other statement runs as written. With -tune-memory-limit
+// the database comes from remotesql.NewConnector with WithMemoryLimitTuning
+// instead (for benchmarks: the functions exist from the start).
 //
 // Rows are printed in list mode with every value cast to VARCHAR by DuckDB,
 // as the CLI prints them: a statement that returns rows is run as
@@ -29,6 +31,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"flag"
 	"fmt"
 	"io"
@@ -45,13 +48,21 @@ import (
 func main() {
 	version := flag.Bool("version", false, "print the DuckDB version and exit")
 	flag.Bool("unsigned", true, "accepted for the CLI's sake; nothing is loaded")
+	tuned := flag.Bool("tune-memory-limit", false, "open the database with remotesql.NewConnector(\"\", remotesql.WithMemoryLimitTuning()): "+
+		"the functions are there from the start (LOAD does nothing more) and the scans set Go's memory limit, as the extension does")
 	flag.Parse()
-	os.Exit(run(*version))
+	os.Exit(run(*version, *tuned))
 }
 
-func run(version bool) int {
+func run(version, tuned bool) int {
 	ctx := context.Background()
-	connector, err := duckdb.NewConnector("", nil)
+	var connector driver.Connector
+	var err error
+	if tuned {
+		connector, err = remotesql.NewConnector("", remotesql.WithMemoryLimitTuning())
+	} else {
+		connector, err = duckdb.NewConnector("", nil)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gohost: cannot open the database:", err)
 		return 2
