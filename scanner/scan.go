@@ -55,6 +55,11 @@ type Scan struct {
 
 	chunks, batches, rows, wire                                         atomic.Int64
 	requests, gets, retries, hedgesIssued, hedgesWon, splits, coalesced atomic.Int64
+	// IO path (iocost.go): round trips, projected chunks and the bytes
+	// their projection saved, throttled answers, the lowest limit seen,
+	// and the footer length the first projected chunk had.
+	roundTrips, projectedChunks, projectionSaved, throttled, limitMin, footerLen atomic.Int64
+	ipcPlan                                                                      ipcReadPlan // learned from the first chunk at Start; read-only after
 }
 
 // Start begins scanning. fields are the plan's field indexes the caller
@@ -74,7 +79,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	first := p.first
 	p.firstMu.Unlock()
 	s.estimate = int64(len(first))
-	s.projected = p.shouldProject(fields)
+	s.projected = s.planProjection(fields)
 
 	var total int64
 	for i := range p.Chunks {
@@ -94,7 +99,10 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		return nil, err
 	}
 	if p.cfg.MaxParallelIO > 0 {
-		sched.SetParallelism(p.cfg.MaxParallelIO)
+		// The query's own share of the domain's workers; other queries
+		// keep theirs.
+		sched.EnsureParallelism(p.cfg.MaxParallelIO)
+		sched.SetQueryLimit(s.id, p.cfg.MaxParallelIO)
 	}
 	s.sched, s.ioStart = sched, sched.Stats()
 	if p.cfg.Trace != "" {
@@ -241,7 +249,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 // field → column map for them (nil: the plan's schema), and the wire bytes
 // the batches keep referencing (zero-copy decode).
 func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
-	if s.projected {
+	if s.chunkProjects(c) {
 		return s.loadColumns(c, mem)
 	}
 	return s.loadWhole(c, mem)
@@ -311,8 +319,13 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		}
 		return s.submit(sched, reqs)
 	}
-	schema, batches, wire, err := readIPCColumns(size, s.fields, fetch, mem)
+	plan := s.ipcPlan
+	plan.tail = s.tailWant()
+	schema, batches, wire, footerLen, err := readIPCColumnsPlan(size, plan, s.fields, fetch, mem)
 	s.wire.Add(wire)
+	if footerLen > 0 {
+		s.footerLen.CompareAndSwap(0, footerLen)
+	}
 	if errors.Is(err, errDictionaries) || errors.Is(err, errNotIPCFile) {
 		return s.loadWhole(c, mem) // dictionaries, or a stream: read it whole
 	}
@@ -329,6 +342,8 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	for j, f := range s.fields {
 		cols[f] = j
 	}
+	s.projectedChunks.Add(1)
+	s.projectionSaved.Add(max(0, size-wire))
 	return batches, cols, wire, nil
 }
 
@@ -344,6 +359,13 @@ func (s *Scan) submit(sched *iosched.Scheduler, reqs []iosched.Request) ([][]byt
 	s.hedgesWon.Add(st.HedgesWon)
 	s.splits.Add(st.Splits)
 	s.coalesced.Add(st.Coalesced)
+	s.roundTrips.Add(1)
+	s.throttled.Add(st.Throttled)
+	for cur := s.limitMin.Load(); (cur == 0 || int64(st.LimitMin) < cur) && st.LimitMin > 0; cur = s.limitMin.Load() {
+		if s.limitMin.CompareAndSwap(cur, int64(st.LimitMin)) {
+			break
+		}
+	}
 	return data, err
 }
 
@@ -397,6 +419,7 @@ func (s *Scan) Close() {
 		s.ready.close() // batches queued while the goroutines wound down
 		s.end = time.Now()
 		s.ioEnd = s.sched.Stats()
+		s.sched.SetQueryLimit(s.id, 0)
 		s.closed.Store(true)
 		if s.trace != nil {
 			traceMux.remove(s.id)
@@ -419,9 +442,12 @@ func (s *Scan) Stats() Stats {
 		Requests: s.requests.Load(), GETs: s.gets.Load(), Retries: s.retries.Load(),
 		HedgesIssued: s.hedgesIssued.Load(), HedgesWon: s.hedgesWon.Load(),
 		Splits: s.splits.Load(), Coalesced: s.coalesced.Load(),
-		IOUtilization: io.Utilization(s.ioStart), Parallelism: io.Parallelism,
+		IOUtilization: io.Utilization(s.ioStart), Parallelism: s.share(io.Parallelism),
 		ProjectedIO: s.projected,
 		Budget:      s.budget.Stats(),
+		RoundTrips:  s.roundTrips.Load(), ProjectedChunks: s.projectedChunks.Load(),
+		ProjectionSaved: s.projectionSaved.Load(), Throttled: s.throttled.Load(),
+		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
 	}
 }
 
