@@ -138,6 +138,8 @@ type Budget struct {
 	waits, cancels     int64
 	totalWait, maxWait time.Duration
 	spare              []Lease // see newLeaseLocked
+
+	pool pool // buffers of this budget's leases; see pool.go
 }
 
 // New returns a budget that admits up to capacity bytes at once. It panics
@@ -163,6 +165,7 @@ func New(capacity int64, opts ...Option) *Budget {
 		maxMult:  o.maxMult,
 		capacity: capacity,
 		mult:     min(max(o.multiplier, o.minMult), o.maxMult),
+		pool:     pool{limit: capacity},
 	}
 }
 
@@ -310,6 +313,7 @@ func (b *Budget) SetCap(capacity int64) {
 	b.capacity = capacity
 	b.notifyLocked()
 	b.unlock()
+	b.pool.setLimit(capacity)
 }
 
 func checkWire(wire int64) {
@@ -479,6 +483,7 @@ type Lease struct {
 	held      int64 // size minus the bytes given back so far
 	committed bool
 	closed    bool
+	bufs      [][]byte // pooled buffers handed out by Buffer; back to the pool at Close
 }
 
 // Commit replaces the lease's estimate by the measured decoded size actual
@@ -563,8 +568,9 @@ func (l *Lease) Release(n int64) {
 	b.unlock()
 }
 
-// Close gives back every byte the lease still holds and ends it; later
-// Release and Commit calls panic. Close is idempotent and safe on a nil
+// Close gives back every byte the lease still holds and ends it, and its
+// buffers (Buffer) to the pool for the next lease; later Release, Commit and
+// Buffer calls panic. Close is idempotent and safe on a nil
 // lease, so `defer lease.Close()` right after Reserve covers every error,
 // cancel and early-exit path.
 func (l *Lease) Close() {
@@ -573,6 +579,8 @@ func (l *Lease) Close() {
 	}
 	b := l.b
 	b.lock()
+	bufs := l.bufs
+	l.bufs = nil
 	if !l.closed {
 		l.closed = true
 		if n := l.held; n > 0 {
@@ -581,6 +589,9 @@ func (l *Lease) Close() {
 		}
 	}
 	b.unlock()
+	for _, buf := range bufs {
+		b.pool.put(buf)
+	}
 }
 
 // releaseLocked gives n > 0 bytes back to b and its parents and admits

@@ -191,10 +191,13 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 	defer func() { <-s.slots }()
 	defer s.guard()
 	c := &s.plan.Chunks[i]
-	mem := &countingAllocator{Allocator: s.plan.cfg.Allocator}
+	// Buffers above budget.PoolMin, fetched or decoded, come from the
+	// budget's pool: memory earlier chunks already faulted in.
+	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease}
 	batches, cols, retained, err := s.load(c, mem)
 	if err != nil {
-		lease.Close()
+		// A failed fetch may still be writing into the lease's buffer.
+		lease.Abandon()
 		if s.ctx.Err() == nil {
 			var ce *ChunkError
 			if !errors.As(err, &ce) {
@@ -255,9 +258,17 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		data, s.plan.first = s.plan.first, nil
 		s.plan.firstMu.Unlock()
 	}
+	var lease *budget.Lease
+	if ca, ok := mem.(*countingAllocator); ok {
+		lease = ca.lease
+	}
 	if data == nil {
+		var into []byte
+		if n := c.wireLength(); n > 0 && lease != nil {
+			into = lease.Buffer(int(n)) // the lease's until it closes
+		}
 		var err error
-		if data, err = s.plan.fetchWhole(c, s.id, s.submit); err != nil {
+		if data, err = s.plan.fetchWhole(c, s.id, into, s.submit); err != nil {
 			return nil, nil, 0, err
 		}
 	}
@@ -269,6 +280,8 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	var retained int64
 	if bytes.HasPrefix(data, ipcFileMagic) {
 		retained = int64(len(data)) // the file reader slices its buffers out of data
+	} else {
+		lease.Recycle(data) // a stream's batches were copied out of data
 	}
 	if s.plan.cfg.UnionByName {
 		out, err := conform(schema, batches, s.plan.Schema, mem)
@@ -519,10 +532,13 @@ func (b *Batch) Close() {
 	b.cl.mu.Unlock()
 }
 
-// countingAllocator counts the bytes an allocator holds for one chunk.
+// countingAllocator counts the bytes an allocator holds for one chunk. It
+// carries the chunk's lease (nil outside a scan), whose pooled buffers the
+// chunk's fetch fills.
 type countingAllocator struct {
 	memory.Allocator
-	live atomic.Int64
+	live  atomic.Int64
+	lease *budget.Lease
 }
 
 func (a *countingAllocator) Allocate(n int) []byte {

@@ -78,7 +78,8 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 // scheduler's Fetch at bind, the scan's accounted submit later). A known
 // length is asked for exactly: one buffer of the right size, and the
 // scheduler can split the range into parallel parts.
-func (p *Plan) fetchWhole(c *Chunk, query uint64, run func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)) ([]byte, error) {
+// into, if long enough, receives the bytes (see iosched.Request.Buffer).
+func (p *Plan) fetchWhole(c *Chunk, query uint64, into []byte, run func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)) ([]byte, error) {
 	if c.Size == 0 {
 		return nil, &ChunkError{Chunk: c, Err: fmt.Errorf("%w: the object is empty", ErrBadChunk)}
 	}
@@ -87,7 +88,7 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, run func(*iosched.Scheduler, [
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
 	data, err := run(sched, []iosched.Request{{Store: st, Name: name, Offset: c.Offset, Length: c.wireLength(),
-		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}}})
+		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}, Buffer: into}})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
@@ -96,7 +97,7 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, run func(*iosched.Scheduler, [
 
 // fetchAtBind is fetchWhole before any scan runs.
 func (p *Plan) fetchAtBind(ctx context.Context, c *Chunk) ([]byte, error) {
-	return p.fetchWhole(c, 0, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+	return p.fetchWhole(c, 0, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
 		return s.Fetch(ctx, reqs)
 	})
 }
