@@ -43,6 +43,7 @@ type pool struct {
 	// taken the sum of the caps of the buffers handed out and not returned.
 	freeBytes, taken int64
 	fresh, reused    int64
+	closed           bool // ClosePool: keep nothing
 }
 
 // get returns a buffer of length n and capacity poolClass(n) (n >= PoolMin):
@@ -87,7 +88,7 @@ func (p *pool) put(buf []byte) {
 		panic("budget: returned more buffers than were handed out")
 	}
 	p.taken -= int64(c)
-	if p.freeBytes > 0 && p.taken+p.freeBytes+int64(c) > p.limit {
+	if p.closed || p.freeBytes > 0 && p.taken+p.freeBytes+int64(c) > p.limit {
 		return // dropped: the collector frees it
 	}
 	if p.free == nil {
@@ -108,6 +109,18 @@ func (p *pool) forget(buf []byte) {
 func (p *pool) setLimit(n int64) {
 	p.mu.Lock()
 	p.limit = n
+	p.mu.Unlock()
+}
+
+// ClosePool drops the free buffers of b's pool and every buffer given back
+// later, for the garbage collector: a budget whose scan ended may stay
+// reachable (statistics) but must not pin memory. Buffers are still handed
+// out after it, fresh each time.
+func (b *Budget) ClosePool() {
+	p := &b.pool
+	p.mu.Lock()
+	p.closed = true
+	p.free, p.freeBytes = nil, 0
 	p.mu.Unlock()
 }
 

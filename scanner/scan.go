@@ -70,10 +70,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s := &Scan{id: nextScanID.Add(1), plan: p, start: time.Now(), fields: fields,
 		slots: make(chan struct{}, maxChunksInFlight)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
-	p.firstMu.Lock()
-	first := p.first
-	p.firstMu.Unlock()
-	s.estimate = int64(len(first))
+	s.estimate = p.firstLen
 	s.projected = p.shouldProject(fields)
 
 	var total int64
@@ -84,7 +81,14 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	if capacity <= 0 {
 		capacity = budget.Size(total, p.cfg.BudgetFraction, 0, 0)
 	}
-	s.budget = budget.New(capacity)
+	// A reservation is the chunk's length and nothing more until the budget
+	// has measured a decoded/wire ratio: an uncompressed chunk (the common
+	// case) decodes into the bytes it was fetched in.
+	opts := []budget.Option{budget.WithMultiplier(1)}
+	if p.cfg.Process != nil {
+		opts = append(opts, budget.WithParent(p.cfg.Process.Memory))
+	}
+	s.budget = budget.New(capacity, opts...)
 	s.ready = newReadyQueue(len(p.Chunks), p.cfg.Ordered)
 	context.AfterFunc(s.ctx, s.ready.wake)
 
@@ -130,7 +134,8 @@ func (s *Scan) wireEstimate(c *Chunk) int64 {
 		for _, f := range s.fields {
 			need += s.plan.colBytes[f]
 		}
-		n = int64(float64(n)*float64(need)/float64(s.plan.bodyLen)) + tailGuess
+		// Never more than the whole chunk: a small file is read whole.
+		n = min(n, int64(float64(n)*float64(need)/float64(s.plan.bodyLen))+tailGuess)
 	}
 	return max(n, 1)
 }
@@ -262,8 +267,8 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	if ca, ok := mem.(*countingAllocator); ok {
 		lease = ca.lease
 	}
+	var into []byte
 	if data == nil {
-		var into []byte
 		if n := c.wireLength(); n > 0 && lease != nil {
 			into = lease.Buffer(int(n)) // the lease's until it closes
 		}
@@ -280,6 +285,9 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	var retained int64
 	if bytes.HasPrefix(data, ipcFileMagic) {
 		retained = int64(len(data)) // the file reader slices its buffers out of data
+		if len(data) > 0 && len(into) > 0 && &data[0] == &into[0] {
+			retained = int64(cap(into)) // the pooled buffer, rounded up to its class
+		}
 	} else {
 		lease.Recycle(data) // a stream's batches were copied out of data
 	}
@@ -369,6 +377,9 @@ func conform(schema *arrow.Schema, batches []arrow.RecordBatch, plan *arrow.Sche
 		for i, f := range plan.Fields() {
 			if j := schema.FieldIndices(f.Name); len(j) > 0 {
 				if !arrow.TypeEqual(schema.Field(j[0]).Type, f.Type) {
+					for _, c := range cols[:i] { // this batch's columns built so far
+						c.Release()
+					}
 					releaseAll(batches)
 					releaseAll(out)
 					return nil, fmt.Errorf("%w: column %q is %s, not %s as in the other chunks", ErrBadChunk, f.Name, schema.Field(j[0]).Type, f.Type)
@@ -410,6 +421,13 @@ func (s *Scan) Close() {
 		s.ready.close() // batches queued while the goroutines wound down
 		s.end = time.Now()
 		s.ioEnd = s.sched.Stats()
+		// The registry keeps finished scans: they must not pin memory. The
+		// first chunk's bytes (if this scan did not use them) are fetched
+		// again by a later Start; the pool's free buffers go to the collector.
+		s.plan.firstMu.Lock()
+		s.plan.first = nil
+		s.plan.firstMu.Unlock()
+		s.budget.ClosePool()
 		s.closed.Store(true)
 		if s.trace != nil {
 			traceMux.remove(s.id)
@@ -541,18 +559,23 @@ type countingAllocator struct {
 	lease *budget.Lease
 }
 
+// The counts are of capacities: a pooled buffer is rounded up to its class,
+// and those are the bytes held.
 func (a *countingAllocator) Allocate(n int) []byte {
-	a.live.Add(int64(n))
-	return a.Allocator.Allocate(n)
+	b := a.Allocator.Allocate(n)
+	a.live.Add(int64(cap(b)))
+	return b
 }
 
 func (a *countingAllocator) Reallocate(n int, b []byte) []byte {
-	a.live.Add(int64(n - len(b)))
-	return a.Allocator.Reallocate(n, b)
+	was := cap(b)
+	b = a.Allocator.Reallocate(n, b)
+	a.live.Add(int64(cap(b) - was))
+	return b
 }
 
 func (a *countingAllocator) Free(b []byte) {
-	a.live.Add(-int64(len(b)))
+	a.live.Add(-int64(cap(b)))
 	a.Allocator.Free(b)
 }
 

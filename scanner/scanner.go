@@ -34,6 +34,9 @@ type Plan struct {
 	// handed to the first Start so it is not fetched twice.
 	firstMu sync.Mutex
 	first   []byte
+	// firstLen is len(first) as fetched: the wire estimate of chunks of
+	// unknown length, for every Start (first is cleared once used).
+	firstLen int64
 	// fileLayout is the first chunk's per-column byte counts when it is an
 	// IPC file without dictionaries (nil otherwise): the basis for deciding
 	// whether reading only some columns pays.
@@ -64,7 +67,7 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, &ChunkError{Chunk: &chunks[0], Err: err}
 	}
 	releaseAll(batches)
-	p.Schema, p.first = schema, data
+	p.Schema, p.first, p.firstLen = schema, data, int64(len(data))
 	p.colBytes, p.bodyLen = columnBytes(data)
 	if cfg.UnionByName && len(chunks) > 1 {
 		if err := p.unionSchemas(ctx); err != nil {
