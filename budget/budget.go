@@ -541,6 +541,39 @@ func (l *Lease) Commit(actual int64) {
 	b.unlock()
 }
 
+// Grow charges n more bytes to the lease at once, without blocking, as the
+// caller allocates them before Commit (a chunk decoded into new memory while
+// its fetched bytes are still held).
+// Like a growing Commit it may leave the budget, or a parent, above its cap
+// (counted in Stats.Overcommits); the Commit that follows replaces the
+// whole charge by the measured size. It panics if n is negative or the lease
+// is committed or closed.
+func (l *Lease) Grow(n int64) {
+	if l == nil {
+		panic("budget: Grow on nil lease")
+	}
+	if n < 0 || n > maxBytes {
+		panic("budget: grow size out of range")
+	}
+	b := l.b
+	b.lock()
+	if l.closed || l.committed {
+		b.unlock()
+		panic("budget: Grow after Commit or Close")
+	}
+	l.size += n
+	l.held += n
+	for lv := b; lv != nil; lv = lv.parent {
+		lv.inUse += n
+		lv.grown += n
+		lv.peak = max(lv.peak, lv.inUse)
+		if lv.inUse > lv.capacity {
+			lv.overcommits++
+		}
+	}
+	b.unlock()
+}
+
 // Release gives n of the lease's bytes back, as the consumer is done with
 // them, and admits waiters that now fit. Releasing 0 is a no-op. It panics if
 // n is negative, more than the lease holds, or the lease is closed.

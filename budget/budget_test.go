@@ -929,3 +929,34 @@ func TestHammer(t *testing.T) {
 		t.Logf("level %d: %v cancels=%d", i, s, s.Cancels)
 	}
 }
+
+// TestLeaseGrow: Grow charges at once, above the cap if need be, at every
+// level; Commit then replaces the whole charge.
+func TestLeaseGrow(t *testing.T) {
+	parent := newUnit(150)
+	b := newUnit(100, WithParent(parent))
+	l, err := b.Reserve(context.Background(), 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Grow(80)
+	for _, lv := range []*Budget{b, parent} {
+		if st := lv.Stats(); st.InUse != 160 || st.Peak != 160 || st.Overcommits != 1 {
+			t.Fatalf("after Grow: %s", st)
+		}
+	}
+	l.Commit(90)
+	if st := b.Stats(); st.InUse != 90 || l.Held() != 90 {
+		t.Fatalf("after Commit: %s, held %d", st, l.Held())
+	}
+	l.Close()
+	if st := parent.Stats(); st.InUse != 0 || st.Reserved+st.Grown-st.Refunded-st.Released != 0 {
+		t.Fatalf("after Close: %s", st)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Grow after Close did not panic")
+		}
+	}()
+	l.Grow(1)
+}

@@ -213,7 +213,9 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 		return
 	}
 	actual := mem.live.Load() + retained
+	mem.committed.Store(true)
 	lease.Commit(actual)
+	lease.Recycle(mem.recycle) // after the Commit, so the budget never shows less than is held
 	s.trace.budget(s.budget)
 	s.chunks.Add(1)
 	out := make([]*Batch, 0, len(batches))
@@ -288,8 +290,8 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		if len(data) > 0 && len(into) > 0 && &data[0] == &into[0] {
 			retained = int64(cap(into)) // the pooled buffer, rounded up to its class
 		}
-	} else {
-		lease.Recycle(data) // a stream's batches were copied out of data
+	} else if ca, ok := mem.(*countingAllocator); ok {
+		ca.recycle = data // a stream's batches were copied out of data
 	}
 	if s.plan.cfg.UnionByName {
 		out, err := conform(schema, batches, s.plan.Schema, mem)
@@ -552,26 +554,37 @@ func (b *Batch) Close() {
 
 // countingAllocator counts the bytes an allocator holds for one chunk. It
 // carries the chunk's lease (nil outside a scan), whose pooled buffers the
-// chunk's fetch fills.
+// chunk's fetch fills, and, until the lease is committed, charges it each
+// allocation as it happens: a chunk being decoded holds its fetched bytes
+// and its decoded ones at once, and the budget shows both.
 type countingAllocator struct {
 	memory.Allocator
-	live  atomic.Int64
-	lease *budget.Lease
+	live      atomic.Int64
+	lease     *budget.Lease
+	committed atomic.Bool
+	recycle   []byte // the fetched bytes, once decoded into other memory
 }
 
 // The counts are of capacities: a pooled buffer is rounded up to its class,
 // and those are the bytes held.
 func (a *countingAllocator) Allocate(n int) []byte {
 	b := a.Allocator.Allocate(n)
-	a.live.Add(int64(cap(b)))
+	a.grew(int64(cap(b)))
 	return b
 }
 
 func (a *countingAllocator) Reallocate(n int, b []byte) []byte {
 	was := cap(b)
 	b = a.Allocator.Reallocate(n, b)
-	a.live.Add(int64(cap(b) - was))
+	a.grew(int64(cap(b) - was))
 	return b
+}
+
+func (a *countingAllocator) grew(n int64) {
+	a.live.Add(n)
+	if n > 0 && a.lease != nil && !a.committed.Load() {
+		a.lease.Grow(n) // the Commit replaces the whole charge
+	}
 }
 
 func (a *countingAllocator) Free(b []byte) {
