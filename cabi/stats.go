@@ -52,6 +52,9 @@ var statsColumns = []statsColumn{
 	{"budget_oversize", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.OversizeAdmits }},
 	{"budget_ratio", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return s.Budget.Multiplier }},
 	{"wall_ms", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return float64(s.Wall.Microseconds()) / 1000 }},
+	{"budget_limit", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.BudgetLimit }},
+	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Fresh }},
+	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Reused }},
 }
 
 func statsSchema() *arrow.Schema {

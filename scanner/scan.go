@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type Scan struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	budget *budget.Budget
+	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap is at most the knee
 	fields []int // plan fields to produce, in plan order
 	// projected: fetch only fields' buffers of IPC files.
 	projected bool
@@ -73,14 +75,20 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.estimate = p.firstLen
 	s.projected = p.shouldProject(fields)
 
-	var total int64
+	var total, largest int64
 	for i := range p.Chunks {
-		total += s.wireEstimate(&p.Chunks[i])
+		n := s.wireEstimate(&p.Chunks[i])
+		total += n
+		largest = max(largest, n)
 	}
 	capacity := p.cfg.MemoryBudget
 	if capacity <= 0 {
 		capacity = budget.Size(total, p.cfg.BudgetFraction, 0, 0)
 	}
+	if p.cfg.Process != nil {
+		capacity = min(capacity, p.cfg.Process.Memory.Stats().Cap)
+	}
+	s.limit = capacity
 	// A reservation is the chunk's length and nothing more until the budget
 	// has measured a decoded/wire ratio: an uncompressed chunk (the common
 	// case) decodes into the bytes it was fetched in.
@@ -101,6 +109,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		sched.SetParallelism(p.cfg.MaxParallelIO)
 	}
 	s.sched, s.ioStart = sched, sched.Stats()
+	s.budget.SetCap(min(capacity, knee(largest, s.ioStart.Parallelism, p.cfg.RequestSize)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		traceMux.add(s.id, s.trace)
@@ -110,6 +119,27 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	go s.planChunks()
 	return s, nil
 }
+
+// knee is the most a scan holds at once, whatever its budget allows: what
+// keeps decoding and IO busy, and no more. More would not be faster: each
+// byte beyond it is memory the pool must fault in instead of reusing
+// (measured on local files and versitygw: 128 MiB, 512 MiB and 1 GiB budgets
+// were slower than the knee, see test/bench/scan). It is the largest of
+// budget.DefaultMin, a chunk in use per core plus two being fetched and
+// decoded, and min(max_parallel_io, kneeParallelism) requests of up to
+// request_size in flight (with largest the largest chunk's wire estimate).
+func knee(largest int64, parallelism int, requestSize int64) int64 {
+	if requestSize <= 0 {
+		requestSize = iosched.DefaultRequestSize
+	}
+	cpu := int64(runtime.GOMAXPROCS(0)+2) * largest
+	io := int64(min(parallelism, kneeParallelism)) * min(requestSize, largest)
+	return max(budget.DefaultMin, cpu, io)
+}
+
+// kneeParallelism bounds the requests the knee keeps in flight: 16 GETs of
+// 8 MiB outrun what two cores decode and copy into DuckDB.
+const kneeParallelism = 16
 
 // shouldProject decides whether reading only fields' buffers pays.
 func (p *Plan) shouldProject(fields []int) bool {
@@ -455,6 +485,8 @@ func (s *Scan) Stats() Stats {
 		IOUtilization: io.Utilization(s.ioStart), Parallelism: io.Parallelism,
 		ProjectedIO: s.projected,
 		Budget:      s.budget.Stats(),
+		BudgetLimit: s.limit,
+		Pool:        s.budget.PoolStats(),
 	}
 }
 

@@ -183,4 +183,11 @@ type Stats struct {
 	ProjectedIO   bool // only the selected columns' bytes were fetched
 
 	Budget budget.Stats
+
+	// BudgetLimit is the ceiling of the budget (memory_budget, its default,
+	// or the process limit): its cap is the smaller of it and the knee,
+	// what keeps IO and decoding busy.
+	BudgetLimit int64
+	// Pool is the budget's buffer pool: buffers allocated and reused.
+	Pool budget.PoolStats
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/test/datagen"
 	"go.uber.org/goleak"
 )
@@ -667,5 +668,30 @@ func TestDefaultMemoryLimit(t *testing.T) {
 	t.Setenv(MemoryLimitEnv, "")
 	if n, err := DefaultMemoryLimit(); err != nil || n <= 0 || n != physicalMemory()/4 && physicalMemory() > 0 {
 		t.Errorf("unset: %d, %v; physical memory %d", n, err, physicalMemory())
+	}
+}
+
+// TestBudgetKnee: a budget above what keeps IO and decoding busy is a
+// ceiling the scan does not fill: its cap is the knee, and the stats keep
+// the ceiling; one below the knee is the cap.
+func TestBudgetKnee(t *testing.T) {
+	if k := knee(1<<20, 64, 8<<20); k != budget.DefaultMin {
+		t.Errorf("small chunks: knee %d, want the minimum %d", k, budget.DefaultMin)
+	}
+	procs := int64(runtime.GOMAXPROCS(0))
+	if k := knee(100<<20, 8, 8<<20); k != (procs+2)*100<<20 {
+		t.Errorf("100 MiB chunks: knee %d, want %d (a chunk per core and two)", k, (procs+2)*100<<20)
+	}
+	if k := knee(16<<20, 64, 8<<20); k != max(budget.DefaultMin, (procs+2)*16<<20, kneeParallelism*8<<20) {
+		t.Errorf("16 MiB chunks, 64 parallel GETs: knee %d", k)
+	}
+	dir, _ := writeDataset(t)
+	for _, tc := range []struct{ budget, cap int64 }{{1 << 30, budget.DefaultMin}, {1 << 20, 1 << 20}} {
+		scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: tc.budget}, nil)
+		drain(t, scan, 1, 0)
+		scan.Close()
+		if st := scan.Stats(); st.Budget.Cap != tc.cap || st.BudgetLimit != tc.budget {
+			t.Errorf("memory_budget %d: cap %d, limit %d; want %d, %d", tc.budget, st.Budget.Cap, st.BudgetLimit, tc.cap, tc.budget)
+		}
 	}
 }

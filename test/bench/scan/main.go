@@ -12,7 +12,11 @@
 //	    the proxy during the scan, divided by 32, and its maximum;
 //	 3. speed: SELECT sum(…) over fixed-width and short-string columns of the
 //	    local files, rows/s against DuckDB's read_parquet of the same rows and
-//	    against a native DuckDB table.
+//	    against a native DuckDB table;
+//	 4. budget sweep: 64 MiB, 128 MiB, 512 MiB, 1 GiB and the default, from
+//	    local files and from versitygw, each query in a fresh CLI: MiB/s, peak
+//	    RSS, RSS − budget, page faults and CPU s/GiB of a fast consumer, peak
+//	    RSS of a slow one; an SVG of throughput and RSS against the budget.
 package main
 
 import (
@@ -44,6 +48,8 @@ var (
 	out    = flag.String("out", "build/bench", "where the dataset goes")
 	gib    = flag.Float64("gib", 1.1, "dataset size in GiB")
 	reps   = flag.Int("reps", 3, "repetitions of each timed query (the best counts)")
+	only   = flag.String("sections", "memory,io,speed,sweep", "sections to run, comma-separated")
+	svg    = flag.String("svg", "test/bench/scan_budget_sweep.svg", "where the budget sweep's SVG goes (empty: none)")
 )
 
 func main() {
@@ -56,9 +62,19 @@ func main() {
 	rows, size := prepare(dir, chunks, rowsPerChunk)
 	fmt.Printf("dataset: %d chunks, %d rows, %.2f GiB of uncompressed Arrow IPC files in %s\n\n", chunks, rows, float64(size)/(1<<30), dir)
 
-	memory(absExt, dir, size)
-	io(absExt, dir, chunks)
-	speed(absExt, dir, rows)
+	run := func(name string) bool { return strings.Contains(","+*only+",", ","+name+",") }
+	if run("memory") {
+		memory(absExt, dir, size)
+	}
+	if run("io") {
+		io(absExt, dir, chunks)
+	}
+	if run("speed") {
+		speed(absExt, dir, rows)
+	}
+	if run("sweep") {
+		budgetSweep(absExt, dir, size, *svg)
+	}
 }
 
 // prepare writes the dataset unless a complete one is there.
