@@ -48,7 +48,7 @@ var (
 	out    = flag.String("out", "build/bench", "where the dataset goes")
 	gib    = flag.Float64("gib", 1.1, "dataset size in GiB")
 	reps   = flag.Int("reps", 3, "repetitions of each timed query (the best counts)")
-	only   = flag.String("sections", "memory,io,speed,sweep", "sections to run, comma-separated")
+	only   = flag.String("sections", "memory,io,speed,sweep,small,concurrent", "sections to run, comma-separated")
 	svg    = flag.String("svg", "test/bench/scan_budget_sweep.svg", "where the budget sweep's SVG goes (empty: none)")
 )
 
@@ -60,7 +60,9 @@ func main() {
 	rowsPerChunk := 1 << 20
 	chunks := int(math.Ceil(*gib * (1 << 30) / float64(rowsPerChunk) / 33)) // ~33 bytes a row
 	rows, size := prepare(dir, chunks, rowsPerChunk)
-	fmt.Printf("dataset: %d chunks, %d rows, %.2f GiB of uncompressed Arrow IPC files in %s\n\n", chunks, rows, float64(size)/(1<<30), dir)
+	if *only != "concurrent-child" {
+		fmt.Printf("dataset: %d chunks, %d rows, %.2f GiB of uncompressed Arrow IPC files in %s\n\n", chunks, rows, float64(size)/(1<<30), dir)
+	}
 
 	run := func(name string) bool { return strings.Contains(","+*only+",", ","+name+",") }
 	if run("memory") {
@@ -74,6 +76,15 @@ func main() {
 	}
 	if run("sweep") {
 		budgetSweep(absExt, dir, size, *svg)
+	}
+	if run("small") {
+		smallChunks(absExt, *out)
+	}
+	if run("concurrent") {
+		concurrent(dir)
+	}
+	if run("concurrent-child") {
+		concurrentChild(dir)
 	}
 }
 
