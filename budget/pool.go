@@ -98,11 +98,11 @@ func (p *pool) put(buf []byte) {
 	p.freeBytes += int64(c)
 }
 
-// forget accounts for a buffer handed out that will never come back (its
-// writer may still hold it).
-func (p *pool) forget(buf []byte) {
+// forget accounts for a buffer of class c handed out that will never come
+// back (its writer may still hold it).
+func (p *pool) forget(c int) {
 	p.mu.Lock()
-	p.taken -= int64(cap(buf))
+	p.taken = max(0, p.taken-int64(c))
 	p.mu.Unlock()
 }
 
@@ -204,7 +204,7 @@ func (l *Lease) Abandon() {
 	l.bufs = nil
 	l.b.mu.Unlock()
 	for _, buf := range bufs {
-		l.b.pool.forget(buf)
+		l.b.pool.forget(cap(buf))
 	}
 	l.Close()
 }
@@ -251,11 +251,18 @@ func (a *poolAllocator) Reallocate(n int, old []byte) []byte {
 }
 
 // Free routes by length as Allocate did: Arrow hands back the slice
-// Allocate returned.
+// Allocate returned, whose length gives its class. A slice too short for
+// its class was not handed out by the pool as it is: the pool forgets the
+// class's bytes and leaves the slice to the collector rather than fail.
 func (a *poolAllocator) Free(buf []byte) {
 	if len(buf) <= PoolMin {
 		a.small.Free(buf)
 		return
 	}
-	a.p.put(buf)
+	c := poolClass(len(buf))
+	if cap(buf) < c {
+		a.p.forget(c)
+		return
+	}
+	a.p.put(buf[:c:c])
 }

@@ -136,4 +136,10 @@ func TestPoolAllocator(t *testing.T) {
 	if st := b.PoolStats(); small.live != 0 || st.Taken != 0 {
 		t.Fatalf("after freeing everything: small %d, pool %+v", small.live, st)
 	}
+	// A slice cut short of its class is forgotten, not a panic.
+	cut := a.Allocate(1 << 20)
+	a.Free(cut[: 1<<20-100 : 1<<20-100])
+	if st := b.PoolStats(); st.Taken != 0 {
+		t.Fatalf("after freeing a cut slice: %+v", st)
+	}
 }
