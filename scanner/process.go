@@ -20,7 +20,8 @@ const MemoryLimitEnv = "REMOTE_SEGMENTS_MEMORY_LIMIT"
 type Process struct {
 	// Memory is the process memory limit: the parent of every scan's
 	// budget, so that concurrent scans together never hold more than it.
-	// It grants bytes first come, first served across the scans.
+	// It grants bytes first come, first served across the scans, except
+	// that a scan holding none of it passes (budget.WithIdlePass).
 	Memory *budget.Budget
 }
 
@@ -30,7 +31,10 @@ func NewProcess(memoryLimit int64) *Process {
 	if memoryLimit <= 0 {
 		panic("scanner: the process memory limit must be positive")
 	}
-	return &Process{Memory: budget.New(memoryLimit, budget.WithMultiplier(1))}
+	// A scan holding nothing of the limit is let through, so that scans
+	// whose consumers depend on each other (a join of two scans) never
+	// deadlock.
+	return &Process{Memory: budget.New(memoryLimit, budget.WithMultiplier(1), budget.WithIdlePass())}
 }
 
 // DefaultMemoryLimit is the process memory limit the environment asks for:

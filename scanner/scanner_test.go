@@ -22,6 +22,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// waitTimeout bounds every wait for another goroutine in these tests.
+const waitTimeout = 10 * time.Second
+
 // startScan binds cfg and starts a scan of fields (nil: all).
 func startScan(t *testing.T, cfg Config, fields []int) *Scan {
 	t.Helper()
@@ -723,5 +726,46 @@ func TestStringOffsetsChecked(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: err = %v", tc.name, err)
 		}
+	}
+}
+
+// TestProcessLimitNoDeadlock: two scans under one process limit, the
+// consumer reading the second to its end before it touches the first (a
+// join's build side before its probe side), while the first's ready chunks
+// fill the limit: the second still runs (it holds nothing, so it passes).
+func TestProcessLimitNoDeadlock(t *testing.T) {
+	dir := t.TempDir()
+	stats, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 6, RowsPerChunk: 4000, BatchesPerChunk: 2, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := NewProcess(1 << 20)
+	cfg := Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: 1 << 20, Process: proc}
+	probe := startScan(t, cfg, nil)
+	defer probe.Close()
+	deadline := time.Now().Add(waitTimeout)
+	for proc.Memory.Stats().InUse < 1<<20-256<<10 { // the probe side's chunks fill the limit
+		if time.Now().After(deadline) {
+			t.Fatalf("the first scan never filled the limit: %s", proc.Memory)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	plan, err := Bind(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	build, err := plan.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, sumX := drain(t, build, 1, 0) // fails with the context's error if it deadlocks
+	build.Close()
+	checkSegments(t, stats, rows, sumX)
+	rows, sumX = drain(t, probe, 1, 0)
+	checkSegments(t, stats, rows, sumX)
+	if proc.Memory.Stats().Bypasses == 0 {
+		t.Error("the second scan never passed the full limit")
 	}
 }
