@@ -223,7 +223,6 @@ func speed(ext, dir string, rows int64) {
 	if _, err := os.Stat(parquet); err != nil {
 		cli(ext, fmt.Sprintf(`COPY (SELECT x, i, d, s FROM remote_segments('%s/**/*.arrow')) TO '%s' (FORMAT parquet);`, dir, parquet))
 	}
-	os.Remove(db)
 	agg := "sum(x), sum(i), sum(d), sum(length(s))"
 	rs := timed(ext, "", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir))
 	pq := timed(ext, "", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet))
@@ -234,4 +233,24 @@ func speed(ext, dir string, rows int64) {
 	fmt.Printf("%-28s %8.3f s %8.1f M rows/s\n", "native DuckDB table", native.Seconds(), rate(native))
 	fmt.Printf("ratio remote_segments / read_parquet = %.2f (goal > 1: faster)\n", rate(rs)/rate(pq))
 	fmt.Printf("ratio remote_segments / native table = %.2f\n", rate(rs)/rate(native))
+
+	// What each byte costs: one query in a fresh CLI each, from its rusage
+	// (the native table lives in a database file made once, so that making
+	// it is not counted).
+	if _, err := os.Stat(db); err != nil {
+		cmd := exec.Command(*duckdb, db, "-c", fmt.Sprintf("CREATE TABLE t AS SELECT x, i, d, s FROM read_parquet('%s');", parquet))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			log.Fatalf("duckdb: %v\n%s", err, out)
+		}
+	}
+	gib := float64(rows) * 33 / (1 << 30) // about 33 bytes a row, as the dataset was sized
+	fmt.Printf("one query per fresh CLI (rusage):  %12s %10s %10s %10s\n", "CPU s/GiB", "faults", "peak RSS", "load")
+	for _, r := range []struct{ name, sql string }{
+		{"remote_segments (IPC)", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir)},
+		{"read_parquet (same rows)", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet)},
+		{"native table (database file)", fmt.Sprintf("ATTACH '%s' AS n (READ_ONLY); SELECT %s FROM n.t;", db, agg)},
+	} {
+		u := measure(ext, r.sql)
+		fmt.Printf("%-34s %12.2f %10d %10s %10s\n", r.name, u.cpu.Seconds()/gib, u.minflt, mib(u.rss), u.loadAvg1m)
+	}
 }
