@@ -2,7 +2,7 @@
 #
 #   make            build build/release/remote_segments.duckdb_extension
 #   make demo       build, write a sample dataset, query it in the DuckDB CLI
-#   make test       every test: Go (with -race), SQL tests in two DuckDB hosts
+#   make test       every test: Go (with -race), SQL tests in four DuckDB hosts
 #   make bench      benchmarks (ratios against references measured in the same run)
 #   make debug      build build/debug/remote_segments.duckdb_extension
 #   make duckdb     provision the Debian DuckDB CLI into .tools/
@@ -20,6 +20,8 @@ DUCKDB   := .tools/bin/duckdb
 VERSITYGW := .tools/bin/versitygw
 VERSITYGW_VERSION := v1.8.0
 HOST     := build/host/duckdb_host
+HOST14   := build/host/duckdb_host_1.4.4
+GOHOST   := build/host/gohost
 DEMO_DATA := build/demo-data
 GO_SOURCES := $(shell find . -path ./.tools -prune -o -path ./build -prune -o \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' \) -print) go.mod go.sum
 
@@ -52,6 +54,12 @@ versitygw:
 
 host:
 	tools/build-host.sh
+	tools/build-host.sh 1.4.4
+
+# The Go-driver host of the SQL tests (database/sql + remotesql), built with the
+# race detector: it runs the scans on DuckDB's threads inside a Go program.
+$(GOHOST): $(GO_SOURCES)
+	go build -race -o $(GOHOST) ./test/host/gohost
 
 tools: duckdb versitygw host
 
@@ -70,6 +78,10 @@ demo: release duckdb
 
 test: release tools
 	tools/check-extension.sh $(EXT)
+	@deps=$$(go list -deps ./extension) || exit 1; \
+	if grep -e duckdb-go -e go-duckdb <<<"$$deps"; then \
+		echo "make test: ./extension depends on the DuckDB Go driver (above): that links a second DuckDB into the extension"; exit 1; \
+	fi
 	$(MAKE) --no-print-directory test-go test-sql
 
 test-go:
@@ -79,15 +91,38 @@ test-go:
 
 TEST_DATA := build/test-data
 
-test-sql: release
+# Every file on four hosts: the DuckDB CLI, the pinned engine (1.5.6), the same
+# host on DuckDB 1.4.4, and the Go-driver host; a missing host fails (-strict).
+test-sql: release $(GOHOST)
 	go run ./test/cmd/datagen -types -out $(TEST_DATA)
-	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 go run ./test/cmd/sqltest -serve -ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -data $(CURDIR)/$(TEST_DATA) test/sql
+	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 GORACE=halt_on_error=1 go run ./test/cmd/sqltest -serve -strict \
+		-ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -host14 $(CURDIR)/$(HOST14) \
+		-gohost $(CURDIR)/$(GOHOST) -data $(CURDIR)/$(TEST_DATA) test/sql
 
 # Benchmarks print ratios against references measured in the same run.
 bench: release tools
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
 	go run ./test/bench/iosched -out test/bench -objects 1024 -size 64KiB -svg iosched_inflight_64k.svg
 	go run ./test/bench/scan -out build/bench
+	go build -o build/bench/gohost ./test/host/gohost
+	go run ./test/bench/gohost -out build/bench
 
 clean:
 	rm -rf build
+
+# W1 of BENCHMARKS.md: remote_segments against the raw GET loop, the designs it
+# replaces, DuckDB's own readers and the peer engines (Polars, LanceDB, pinned
+# in test/bench/peers/package-lock.json, installed with npm ci into build/peers/node).
+# bench-peers writes BENCHMARKS.md and test/bench/peers_w1.svg; bench-quick runs a
+# reduced W1 (1 M rows, 242 MiB) and writes its report under build/bench-quick/.
+.PHONY: bench-peers bench-quick
+PEERS_BIN := build/peers/bench-peers
+
+bench-peers: release tools
+	go build -o $(PEERS_BIN) ./test/bench/peers
+	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT)
+
+bench-quick: release tools
+	go build -o $(PEERS_BIN) ./test/bench/peers
+	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT) -rows 1000000 -runs 3 -label quick -target bench-quick \
+		-report build/bench-quick/BENCHMARKS.md -svg build/bench-quick/peers_w1.svg

@@ -17,14 +17,12 @@ void rs_add_named_parameter(uintptr_t f, const char *name, duckdb_type t);
 import "C"
 
 import (
-	"context"
 	"fmt"
-	"math"
 	"runtime"
 	"runtime/cgo"
-	"runtime/debug"
 	"slices"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -62,26 +60,6 @@ type threadState struct {
 	batch *scanner.Batch
 	cols  []C.rs_col // reused for every fill; Go memory holding pinned pointers
 	pin   runtime.Pinner
-}
-
-// memoryHeadroom is what the Go runtime may hold beyond the running scans'
-// budgets before its garbage collector works harder (runtime, goroutines,
-// buffers not yet collected). Released buffers are []byte, which the collector
-// need not scan, so collecting often near the limit is cheap.
-const memoryHeadroom = 64 << 20
-
-func init() {
-	// The Go runtime in this library serves only scans: keep its soft memory
-	// limit at their budgets plus headroom, so buffers the scans released are
-	// collected before the heap doubles (GOGC's default), and the host's RSS
-	// follows the budget.
-	scanner.OnBudgetChange = func(total int64) {
-		if total == 0 {
-			debug.SetMemoryLimit(math.MaxInt64)
-			return
-		}
-		debug.SetMemoryLimit(total + memoryHeadroom)
-	}
 }
 
 // vectorSize is DuckDB's STANDARD_VECTOR_SIZE, the most rows one output chunk holds.
@@ -139,6 +117,8 @@ func rsBind(info C.duckdb_bind_info) {
 }
 
 func bind(info C.duckdb_bind_info) error {
+	host := hostOf(info)
+	statement := host.statement(info)
 	cfg := scanner.Config{Allocator: mallocator.NewMallocator()}
 	if err := readSource(info, &cfg); err != nil {
 		return err
@@ -146,7 +126,7 @@ func bind(info C.duckdb_bind_info) error {
 	if err := readNamedParameters(info, &cfg); err != nil {
 		return err
 	}
-	plan, err := scanner.Bind(context.Background(), cfg)
+	plan, err := scanner.Bind(statement(), cfg)
 	if err != nil {
 		return err
 	}
@@ -167,11 +147,16 @@ func bind(info C.duckdb_bind_info) error {
 		C.rs_bind_set_cardinality(info, C.idx_t(rows), true)
 	}
 	start := func(fields []int) (*rowSource, error) {
-		scan, err := plan.Start(context.Background(), fields)
+		scan, err := plan.Start(statement(), fields)
 		if err != nil {
 			return nil, err
 		}
-		return &rowSource{next: scan.Next, close: scan.Close, threads: scan.MaxThreads()}, nil
+		host.budgetsChanged()
+		closeScan := func() {
+			scan.Close()
+			host.budgetsChanged()
+		}
+		return &rowSource{next: scan.Next, close: sync.OnceFunc(closeScan), threads: scan.MaxThreads()}, nil
 	}
 	setBindData(info, cols, start)
 	return nil

@@ -1,6 +1,7 @@
 // entry.c: the loadable extension's entry point, remote_segments_init_c_api.
 // It is the only symbol the extension exports (extension/exports.map).
 #include "rs.h"
+#include "_cgo_export.h"
 
 #define DUCKDB_EXTENSION_NAME remote_segments
 
@@ -15,7 +16,7 @@ DUCKDB_CAPI_ENTRY_VISIBILITY DUCKDB_EXTENSION_API bool remote_segments_init_c_ap
 		return false;
 	}
 	char *error = NULL;
-	bool ok = rs_register(con, &error);
+	bool ok = rs_register(con, rsLoadableHost(), &error);
 	duckdb_disconnect(&con);
 	if (!ok) {
 		access->set_error(info, error);

@@ -1,5 +1,6 @@
 // rs.c: table-function registration, DuckDB callbacks and the vector copy
 // kernels. Go state lives behind cgo.Handle values stored as bind/init data.
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,8 +10,27 @@
 // ---- the API table ------------------------------------------------------
 
 // The one definition of the function table. The loadable extension copies
-// DuckDB's table into it in the entry point (entry.c).
+// DuckDB's table into it in the entry point (entry.c); a host that links
+// DuckDB itself copies its own (rs_use_api).
 DUCKDB_EXTENSION_GLOBAL
+
+static pthread_mutex_t api_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool api_set;
+
+bool rs_use_api(const void *table, size_t size) {
+	if (size != sizeof(duckdb_ext_api)) {
+		return false;
+	}
+	pthread_mutex_lock(&api_mu);
+	if (!api_set) {
+		// Once: the table is read without a lock by every call, so it is
+		// written before the first registration and never again.
+		memcpy(&duckdb_ext_api, table, size);
+		api_set = true;
+	}
+	pthread_mutex_unlock(&api_mu);
+	return true;
+}
 
 // ---- callbacks (trampolines into Go) -------------------------------------
 
@@ -29,9 +49,14 @@ static void add_named(duckdb_table_function f, const char *name, duckdb_type t) 
 }
 
 // register_scan registers one table function whose init, local init and fill
-// are the shared Go ones; bind decides what it produces.
-static bool register_scan(duckdb_connection con, const char *name, duckdb_table_function_bind_t bind, bool scan) {
+// are the shared Go ones; bind decides what it produces. It takes ownership
+// of the host handle (0: none): DuckDB deletes it with the function.
+static bool register_scan(duckdb_connection con, const char *name, duckdb_table_function_bind_t bind, bool scan,
+                          uintptr_t host) {
 	duckdb_table_function f = duckdb_create_table_function();
+	if (host) {
+		duckdb_table_function_set_extra_info(f, (void *)host, rs_delete_handle);
+	}
 	duckdb_table_function_set_name(f, name);
 	if (scan) {
 		// ANY: a VARCHAR source, or a LIST of URLs or of catalog-row STRUCTs.
@@ -50,12 +75,12 @@ static bool register_scan(duckdb_connection con, const char *name, duckdb_table_
 	return st != DuckDBError;
 }
 
-bool rs_register(duckdb_connection con, char **error) {
-	if (!register_scan(con, "remote_segments", rs_bind_cb, true)) {
+bool rs_register(duckdb_connection con, uintptr_t host, char **error) {
+	if (!register_scan(con, "remote_segments", rs_bind_cb, true, host)) {
 		*error = "remote_segments: could not register table function remote_segments";
 		return false;
 	}
-	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false)) {
+	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false, 0)) {
 		*error = "remote_segments: could not register table function remote_segments_stats";
 		return false;
 	}
@@ -111,6 +136,7 @@ void rs_bind_add_column(duckdb_bind_info info, const char *name, duckdb_type typ
 }
 
 void rs_bind_set_error(duckdb_bind_info info, const char *error) { duckdb_bind_set_error(info, error); }
+uintptr_t rs_bind_get_host(duckdb_bind_info info) { return (uintptr_t)duckdb_bind_get_extra_info(info); }
 void rs_bind_set_data(duckdb_bind_info info, uintptr_t h) { duckdb_bind_set_bind_data(info, (void *)h, rs_delete_handle); }
 void rs_bind_set_cardinality(duckdb_bind_info info, idx_t rows, bool exact) { duckdb_bind_set_cardinality(info, rows, exact); }
 uintptr_t rs_init_get_bind_data(duckdb_init_info info) { return (uintptr_t)duckdb_init_get_bind_data(info); }

@@ -12,6 +12,7 @@
 #define DUCKDB_EXTENSION_API_VERSION_PATCH 0
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "duckdb_extension.h"
 
@@ -74,8 +75,14 @@ duckdb_logical_type rs_type_struct(duckdb_logical_type *children, const char **n
 void rs_type_destroy(duckdb_logical_type t);
 void rs_bind_add_column_type(duckdb_bind_info info, const char *name, duckdb_logical_type t);
 
-// Registration (called from the entry point or from a Go-driver host).
-bool rs_register(duckdb_connection con, char **error);
+// Registration (called from the entry point or from a Go-driver host). It
+// takes ownership of host, a cgo.Handle of the host's *Host (or 0).
+bool rs_register(duckdb_connection con, uintptr_t host, char **error);
+
+// rs_use_api copies a host's own function table (size bytes, the layout of
+// duckdb_ext_api_v1) into the one cabi calls through; only the first call
+// copies. It returns false when size is not the size of that struct.
+bool rs_use_api(const void *table, size_t size);
 
 // Small wrappers so Go never names an API-table entry itself.
 char *rs_bind_get_varchar(duckdb_bind_info info, idx_t index);
@@ -83,6 +90,7 @@ char *rs_bind_get_named_varchar(duckdb_bind_info info, const char *name, bool *p
 int64_t rs_bind_get_named_int64(duckdb_bind_info info, const char *name, bool *present);
 void rs_bind_add_column(duckdb_bind_info info, const char *name, duckdb_type type);
 void rs_bind_set_error(duckdb_bind_info info, const char *error);
+uintptr_t rs_bind_get_host(duckdb_bind_info info);
 void rs_bind_set_data(duckdb_bind_info info, uintptr_t handle);
 void rs_bind_set_cardinality(duckdb_bind_info info, idx_t rows, bool exact);
 uintptr_t rs_init_get_bind_data(duckdb_init_info info);

@@ -57,6 +57,11 @@ type Scan struct {
 
 	chunks, batches, rows, wire                                         atomic.Int64
 	requests, gets, retries, hedgesIssued, hedgesWon, splits, coalesced atomic.Int64
+	// IO path (iocost.go): round trips, projected chunks and the bytes
+	// their projection saved, throttled answers, the lowest limit seen,
+	// and the footer length the first projected chunk had.
+	roundTrips, projectedChunks, projectionSaved, throttled, limitMin, footerLen atomic.Int64
+	ipcPlan                                                                      ipcReadPlan // learned from the first chunk at Start; read-only after
 }
 
 // Start begins scanning. fields are the plan's field indexes the caller
@@ -73,7 +78,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		slots: make(chan struct{}, maxChunksInFlight)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.estimate = p.firstLen
-	s.projected = p.shouldProject(fields)
+	s.projected = s.planProjection(fields)
 
 	var total, largest int64
 	for i := range p.Chunks {
@@ -106,10 +111,13 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		return nil, err
 	}
 	if p.cfg.MaxParallelIO > 0 {
-		sched.SetParallelism(p.cfg.MaxParallelIO)
+		// The query's own share of the domain's workers; other queries
+		// keep theirs.
+		sched.EnsureParallelism(p.cfg.MaxParallelIO)
+		sched.SetQueryLimit(s.id, p.cfg.MaxParallelIO)
 	}
 	s.sched, s.ioStart = sched, sched.Stats()
-	s.budget.SetCap(min(capacity, knee(largest, s.ioStart.Parallelism, p.cfg.RequestSize)))
+	s.budget.SetCap(min(capacity, knee(largest, s.share(s.ioStart.Parallelism), p.cfg.RequestSize)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		traceMux.add(s.id, s.trace)
@@ -281,7 +289,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 // field → column map for them (nil: the plan's schema), and the wire bytes
 // the batches keep referencing (zero-copy decode).
 func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
-	if s.projected {
+	if s.chunkProjects(c) {
 		return s.loadColumns(c, mem)
 	}
 	return s.loadWhole(c, mem)
@@ -364,8 +372,13 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		}
 		return s.submit(sched, reqs)
 	}
-	schema, batches, wire, err := readIPCColumns(size, s.fields, fetch, mem)
+	plan := s.ipcPlan
+	plan.tail = s.tailWant()
+	schema, batches, wire, footerLen, err := readIPCColumnsPlan(size, plan, s.fields, fetch, mem)
 	s.wire.Add(wire)
+	if footerLen > 0 {
+		s.footerLen.CompareAndSwap(0, footerLen)
+	}
 	if errors.Is(err, errDictionaries) || errors.Is(err, errNotIPCFile) {
 		return s.loadWhole(c, mem) // dictionaries, or a stream: read it whole
 	}
@@ -382,6 +395,8 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	for j, f := range s.fields {
 		cols[f] = j
 	}
+	s.projectedChunks.Add(1)
+	s.projectionSaved.Add(max(0, size-wire))
 	return batches, cols, wire, nil
 }
 
@@ -397,6 +412,13 @@ func (s *Scan) submit(sched *iosched.Scheduler, reqs []iosched.Request) ([][]byt
 	s.hedgesWon.Add(st.HedgesWon)
 	s.splits.Add(st.Splits)
 	s.coalesced.Add(st.Coalesced)
+	s.roundTrips.Add(1)
+	s.throttled.Add(st.Throttled)
+	for cur := s.limitMin.Load(); (cur == 0 || int64(st.LimitMin) < cur) && st.LimitMin > 0; cur = s.limitMin.Load() {
+		if s.limitMin.CompareAndSwap(cur, int64(st.LimitMin)) {
+			break
+		}
+	}
 	return data, err
 }
 
@@ -453,6 +475,7 @@ func (s *Scan) Close() {
 		s.ready.close() // batches queued while the goroutines wound down
 		s.end = time.Now()
 		s.ioEnd = s.sched.Stats()
+		s.sched.SetQueryLimit(s.id, 0)
 		// The registry keeps finished scans: they must not pin memory. The
 		// first chunk's bytes (if this scan did not use them) are fetched
 		// again by a later Start; the pool's free buffers go to the collector.
@@ -482,9 +505,12 @@ func (s *Scan) Stats() Stats {
 		Requests: s.requests.Load(), GETs: s.gets.Load(), Retries: s.retries.Load(),
 		HedgesIssued: s.hedgesIssued.Load(), HedgesWon: s.hedgesWon.Load(),
 		Splits: s.splits.Load(), Coalesced: s.coalesced.Load(),
-		IOUtilization: io.Utilization(s.ioStart), Parallelism: io.Parallelism,
+		IOUtilization: io.Utilization(s.ioStart), Parallelism: s.share(io.Parallelism),
 		ProjectedIO: s.projected,
 		Budget:      s.budget.Stats(),
+		RoundTrips:  s.roundTrips.Load(), ProjectedChunks: s.projectedChunks.Load(),
+		ProjectionSaved: s.projectionSaved.Load(), Throttled: s.throttled.Load(),
+		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
 		BudgetLimit: s.limit,
 		Pool:        s.budget.PoolStats(),
 	}

@@ -184,6 +184,18 @@ type Stats struct {
 
 	Budget budget.Stats
 
+	// RoundTrips counts the scan's sequential waves of requests, summed
+	// over its chunks (a whole read is 1, a projected one up to 3).
+	RoundTrips int64
+	// ProjectedChunks were read column by column; ProjectionSaved is the
+	// bytes of theirs that were not fetched.
+	ProjectedChunks, ProjectionSaved int64
+	// Throttled counts the 429/503 answers the scan's GETs got.
+	Throttled int64
+	// LimitMin and LimitFinal are the domain's throttling limit on
+	// requests in flight: the lowest seen by the scan's requests, and the
+	// limit at its end.
+	LimitMin, LimitFinal int
 	// BudgetLimit is the ceiling of the budget (memory_budget, its default,
 	// or the process limit): its cap is the smaller of it and the knee,
 	// what keeps IO and decoding busy.

@@ -46,6 +46,20 @@ func EngineHost(path string) Host {
 	return Host{Name: "engine", Path: path, Args: []string{"-unsigned"}}
 }
 
+// Engine14Host returns build/host/duckdb_host_1.4.4 at path (the same host
+// program linked against DuckDB 1.4.4's libduckdb.so) as the host
+// "engine-1.4".
+func Engine14Host(path string) Host {
+	return Host{Name: "engine-1.4", Path: path, Args: []string{"-unsigned"}}
+}
+
+// GoHost returns build/host/gohost at path (test/host/gohost: database/sql
+// with the DuckDB Go driver and remotesql, no extension loaded) as the host
+// "go".
+func GoHost(path string) Host {
+	return Host{Name: "go", Path: path}
+}
+
 // The separators the hosts print rows with: ASCII unit and record separators,
 // so values holding tabs or newlines stay unambiguous.
 const (

@@ -1,14 +1,16 @@
 // Command sqltest runs sqllogictest files (test/sql/*.test) against the DuckDB
-// CLI and the pinned DuckDB engine host, each file in one host process.
+// CLI, the pinned DuckDB engine host (1.5.6), the same host on DuckDB 1.4.4 and
+// the Go-driver host, each file in one host process.
 //
 //	go run ./test/cmd/sqltest [flags] [FILE|DIR ...]
 //
 // Directories are searched for *.test files; the default is test/sql. Paths
 // default to the repository layout (run it from the repository root):
-// .tools/bin/duckdb (make duckdb), build/host/duckdb_host (make host) and
+// .tools/bin/duckdb (make duckdb), build/host/duckdb_host,
+// build/host/duckdb_host_1.4.4 and build/host/gohost (make host) and
 // build/release/remote_segments.duckdb_extension (make). A missing host is
-// reported with a WARNING line and the other host runs; with no host at all
-// the run fails. Exit status: 0 when everything passed, 1 when a record
+// reported with a WARNING line and the others run (with -strict the run
+// fails); with no host at all the run fails. Exit status: 0 when everything passed, 1 when a record
 // failed, 2 when nothing could run.
 package main
 
@@ -51,6 +53,9 @@ func main() {
 	cli := flag.String("duckdb", envOr("SQLTEST_DUCKDB", ".tools/bin/duckdb"), "DuckDB CLI (empty: do not use)")
 	flag.StringVar(cli, "cli", *cli, "same as -duckdb")
 	host := flag.String("host", envOr("SQLTEST_HOST", "build/host/duckdb_host"), "pinned engine host (empty: do not use)")
+	host14 := flag.String("host14", envOr("SQLTEST_HOST14", "build/host/duckdb_host_1.4.4"), "engine host linked against DuckDB 1.4.4 (empty: do not use)")
+	goHost := flag.String("gohost", envOr("SQLTEST_GOHOST", "build/host/gohost"), "Go-driver host, database/sql and remotesql (empty: do not use)")
+	strict := flag.Bool("strict", false, "fail when any host is unavailable, instead of running without it")
 	ext := flag.String("ext", envOr("SQLTEST_EXT", "build/release/remote_segments.duckdb_extension"), "the extension, for ${EXT}")
 	data := flag.String("data", envOr("SQLTEST_DATA", "test/data"), "data directory, for ${DATA}")
 	timeout := flag.Duration("timeout", sqllogictest.DefaultStatementTimeout, "per-statement timeout")
@@ -84,6 +89,12 @@ func main() {
 	if *host != "" {
 		hosts = append(hosts, sqllogictest.EngineHost(abs(*host)))
 	}
+	if *host14 != "" {
+		hosts = append(hosts, sqllogictest.Engine14Host(abs(*host14)))
+	}
+	if *goHost != "" {
+		hosts = append(hosts, sqllogictest.GoHost(abs(*goHost)))
+	}
 	if _, ok := vars["EXT"]; !ok && *ext != "" {
 		vars["EXT"] = abs(*ext)
 		if _, err := os.Stat(vars["EXT"]); err != nil {
@@ -113,6 +124,10 @@ func main() {
 	}
 	if !rep.OK() {
 		exit = 1
+	}
+	if *strict && len(rep.Unavailable) > 0 {
+		fmt.Fprintf(os.Stderr, "sqltest: -strict: %d host(s) unavailable\n", len(rep.Unavailable))
+		exit = 2
 	}
 }
 

@@ -1,0 +1,132 @@
+package cabi
+
+/*
+#include <stdlib.h>
+#include "rs.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/cgo"
+	"runtime/debug"
+	"unsafe"
+
+	"github.com/remote-segments/remote_segments/scanner"
+)
+
+// Host is what a DuckDB host hands down to the functions it registers: whether
+// the scans may tune the process's Go runtime, and where a scan finds the
+// context of the statement that runs it. A zero Host is valid: the runtime's
+// settings are left alone, and every scan runs under context.Background(),
+// ended only by DuckDB (a LIMIT, an error, an interrupt).
+type Host struct {
+	// TuneMemoryLimit lets the scans keep the Go runtime's soft memory limit
+	// (debug.SetMemoryLimit) at the running scans' budgets plus headroom.
+	// Only a host whose Go runtime serves nothing but the scans (the loadable
+	// extension) sets it: a Go program's GC settings are the program's.
+	TuneMemoryLimit bool
+	// Statements, when set, gives each scan the context of its statement, so
+	// that cancelling the statement stops the scan's requests at once.
+	Statements Statements
+}
+
+// Statements finds the context of the statement a scan runs in.
+type Statements interface {
+	// BindConnection returns the id of the connection a bind runs on; bind
+	// is the callback's duckdb_bind_info.
+	BindConnection(bind unsafe.Pointer) uint64
+	// Context returns the context of the statement running now on the
+	// connection with that id, or context.Background() when there is none.
+	Context(conn uint64) context.Context
+}
+
+// ErrAPISize means a host's C API function table does not have the layout
+// cabi was compiled against (duckdb_ext_api_v1, C extension API v1.2.0).
+var ErrAPISize = errors.New("cabi: the C API function table does not match duckdb_ext_api_v1 (v1.2.0)")
+
+// UseAPI makes cabi call DuckDB through table: n function addresses in the
+// order of the members of duckdb_ext_api_v1, the C extension API v1.2.0 (a
+// host that links DuckDB itself builds it from the real duckdb_* functions).
+// The first call copies the table; later calls only check n, since the
+// table is read without a lock. table must stay valid for the process's
+// life. On a size mismatch it returns ErrAPISize and copies nothing.
+func UseAPI(table unsafe.Pointer, n int) error {
+	size := uintptr(n) * unsafe.Sizeof(uintptr(0))
+	if n <= 0 || !bool(C.rs_use_api(table, C.size_t(size))) {
+		return fmt.Errorf("%w: %d functions, want %d", ErrAPISize, n, C.sizeof_duckdb_ext_api_v1/C.size_t(unsafe.Sizeof(uintptr(0))))
+	}
+	return nil
+}
+
+// Register adds remote_segments and remote_segments_stats to the database of
+// con, a duckdb_connection, for host h (DuckDB keeps h until the database
+// closes). The function table must be set first: by UseAPI, or by the
+// loadable extension's entry point. Registering again on the same database
+// fails with DuckDB's error and changes nothing.
+func Register(con unsafe.Pointer, h Host) error {
+	if con == nil {
+		return errors.New("cabi: Register: nil duckdb_connection")
+	}
+	var msg *C.char
+	if !bool(C.rs_register(C.duckdb_connection(con), C.uintptr_t(cgo.NewHandle(&h)), &msg)) {
+		return errors.New(C.GoString(msg))
+	}
+	return nil
+}
+
+//export rsLoadableHost
+func rsLoadableHost() C.uintptr_t {
+	// The loadable extension's Go runtime serves only the scans.
+	return C.uintptr_t(cgo.NewHandle(&Host{TuneMemoryLimit: true}))
+}
+
+// hostOf returns the Host a bind's function was registered with.
+func hostOf(info C.duckdb_bind_info) *Host {
+	if h := C.rs_bind_get_host(info); h != 0 {
+		return cgo.Handle(h).Value().(*Host)
+	}
+	return &Host{}
+}
+
+// statement returns how a bind's scan finds its statement's context: a
+// function to call at bind and again when the scan starts (a prepared
+// statement binds once and may run many times, each time with its own
+// context).
+func (h *Host) statement(info C.duckdb_bind_info) func() context.Context {
+	if h.Statements == nil {
+		return context.Background
+	}
+	conn := h.Statements.BindConnection(unsafe.Pointer(info))
+	return func() context.Context { return h.Statements.Context(conn) }
+}
+
+// memoryHeadroom is what the Go runtime may hold beyond the running scans'
+// budgets before its garbage collector works harder (runtime, goroutines,
+// buffers not yet collected). Released buffers are []byte, which the collector
+// need not scan, so collecting often near the limit is cheap.
+const memoryHeadroom = 64 << 20
+
+// budgetsChanged keeps the Go runtime's soft memory limit at the running
+// scans' budgets plus headroom, when the host allows it, so buffers the scans
+// released are collected before the heap doubles (GOGC's default) and the
+// host's RSS follows the budgets. Call it after a scan starts or ends.
+func (h *Host) budgetsChanged() {
+	if !h.TuneMemoryLimit {
+		return
+	}
+	var total int64
+	for _, s := range scanner.Scans() {
+		if s.State == "running" {
+			total += s.Budget.Cap
+		}
+	}
+	if total == 0 {
+		debug.SetMemoryLimit(math.MaxInt64)
+		return
+	}
+	debug.SetMemoryLimit(total + memoryHeadroom)
+}

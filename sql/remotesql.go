@@ -1,0 +1,163 @@
+// Package remotesql registers remote_segments and remote_segments_stats on
+// DuckDB connections of database/sql, through the DuckDB Go driver.
+//
+// The functions are the ones of the loadable extension, from the same C
+// implementation, called through the DuckDB that the driver links: no
+// extension file is loaded (a Go shared library inside a Go program would be
+// a second Go runtime). The driver must be github.com/duckdb/duckdb-go/v2
+// v2.10506.0 (DuckDB 1.5.6): remotesql reaches the driver's raw connection,
+// which the driver does not export, and refuses any other version with
+// ErrDriver.
+//
+// Cancelling the context of a query stops its scans: queued requests are
+// dropped, running ones abort, and the scan's memory budget returns to zero.
+// The program's garbage-collector settings are left alone (see
+// WithMemoryLimitTuning).
+package remotesql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"sync"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/remote-segments/remote_segments/cabi"
+	"github.com/remote-segments/remote_segments/sql/internal/staticapi"
+)
+
+// Option configures NewConnector.
+type Option func(*config)
+
+type config struct {
+	connInit  func(driver.ExecerContext) error
+	tuneLimit bool
+}
+
+// WithConnInit runs fn on every new connection after the functions are
+// registered, as the connInitFn of duckdb.NewConnector does; an error from
+// fn fails the connection.
+func WithConnInit(fn func(execer driver.ExecerContext) error) Option {
+	return func(c *config) { c.connInit = fn }
+}
+
+// WithMemoryLimitTuning lets the scans set the Go runtime's soft memory limit
+// (debug.SetMemoryLimit) to the budgets of the running scans plus 64 MiB, and
+// to no limit when none runs, as the loadable extension does. Without it the
+// program's own memory limit and GOGC stay untouched. Use it only in a
+// program that sets no memory limit of its own.
+func WithMemoryLimitTuning() Option {
+	return func(c *config) { c.tuneLimit = true }
+}
+
+// NewConnector returns a DuckDB connector whose every connection has
+// remote_segments and remote_segments_stats registered. dsn is that of
+// duckdb.NewConnector ("" for an in-memory database).
+//
+// It fails with ErrDriver when the program's DuckDB driver is not the
+// supported version (checked on a scratch in-memory connection), and with
+// the driver's error when the database cannot be opened. Close the connector
+// (sql.DB.Close does) to close the database.
+func NewConnector(dsn string, opts ...Option) (driver.Connector, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := selfCheck(); err != nil {
+		return nil, err
+	}
+	reg := &registrar{tuneLimit: cfg.tuneLimit}
+	c, err := duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
+		rc, err := accessConn(execer)
+		if err != nil {
+			return err
+		}
+		if err := reg.register(rc); err != nil {
+			return err
+		}
+		if cfg.connInit != nil {
+			return cfg.connInit(execer)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Register adds remote_segments and remote_segments_stats to the database of
+// conn, a connection of the DuckDB Go driver; every connection of that
+// database sees them. Registering on a database that has them already does
+// nothing. Scans registered this way stop when the context of their query is
+// cancelled, as with NewConnector.
+//
+// It fails with ErrDriver when conn is not a connection of the supported
+// driver version, and with DuckDB's error when registration fails.
+func Register(ctx context.Context, conn *sql.Conn) error {
+	rc, err := checkConn(conn)
+	if err != nil {
+		return err
+	}
+	var present bool
+	if err := conn.QueryRowContext(ctx,
+		"SELECT count(*) > 0 FROM duckdb_functions() WHERE function_name = 'remote_segments'").Scan(&present); err != nil {
+		return fmt.Errorf("remotesql: looking for remote_segments: %w", err)
+	}
+	if present {
+		return nil
+	}
+	return conn.Raw(func(any) error {
+		return (&registrar{}).register(rc)
+	})
+}
+
+// selfCheck runs the functional check of the connection accessor on a
+// scratch in-memory database: the driver's layout does not depend on the
+// database, and the check must pass before any pointer read is used.
+func selfCheck() error {
+	if err := checkBuild(); err != nil {
+		return err
+	}
+	probe, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		return fmt.Errorf("remotesql: opening a scratch database: %w", err)
+	}
+	db := sql.OpenDB(probe) // Close closes probe too
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("remotesql: opening a scratch connection: %w", err)
+	}
+	defer conn.Close()
+	_, err = checkConn(conn)
+	return err
+}
+
+// registrar registers the functions once per database: DuckDB keeps table
+// functions in the database's catalog, shared by its connections.
+type registrar struct {
+	tuneLimit bool
+	mu        sync.Mutex
+	done      bool
+}
+
+func (r *registrar) register(rc rawConn) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return nil
+	}
+	if err := cabi.UseAPI(staticapi.Table()); err != nil {
+		return err
+	}
+	h := cabi.Host{TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}}
+	if err := cabi.Register(rc.con, h); err != nil {
+		return fmt.Errorf("remotesql: %w", err)
+	}
+	r.done = true
+	return nil
+}
