@@ -66,6 +66,9 @@ var statsColumns = []statsColumn{
 	{"throttled", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Throttled }},
 	{"io_limit_min", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.LimitMin) }},
 	{"io_limit_final", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.LimitFinal) }},
+	{"budget_limit", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.BudgetLimit }},
+	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Fresh }},
+	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Reused }},
 }
 
 func statsSchema() *arrow.Schema {

@@ -55,6 +55,12 @@ type Request struct {
 	Offset   int64
 	Length   int64
 	Priority Priority
+	// Buffer, if at least Length bytes long, is where the bytes go (pooled
+	// memory the caller owns), when the request is fetched on its own (not
+	// merged with others); its Result's Data is then Buffer[:Length]. The
+	// scheduler writes into it until the batch is done; after a failed
+	// batch, parts of it may still be written: don't reuse it then.
+	Buffer []byte
 }
 
 // Result is the outcome of one request: its index in the submitted slice
@@ -457,6 +463,7 @@ type Batch struct {
 	cancel  context.CancelCauseFunc
 	stop    func() bool
 	tasks   []*task
+	reqs    []Request // for their Buffer; see buffer
 	results chan Result
 	done    chan struct{}
 
@@ -507,7 +514,7 @@ type member struct {
 // batch then fails with ctx's cause. Submit panics if a request has no Store.
 func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 	b := &Batch{
-		s: s, results: make(chan Result, len(reqs)), done: make(chan struct{}),
+		s: s, reqs: reqs, results: make(chan Result, len(reqs)), done: make(chan struct{}),
 		data: make([][]byte, len(reqs)), remaining: len(reqs), nreq: len(reqs),
 	}
 	b.ctx, b.cancel = context.WithCancelCause(ctx)
@@ -1113,15 +1120,24 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 	return true
 }
 
-// buffer returns t's slice of its span's buffer, allocating the span's
-// buffer on first use. It is called once the response headers are in, so
-// that clearing megabytes overlaps with the body's arrival instead of
-// delaying the request; and it is not called under b.mu, which would
-// serialize the workers.
+// buffer returns t's slice of its span's buffer: the request's own Buffer
+// when the span is that one request and the Buffer is long enough, else a
+// new buffer allocated on first use. It is called once the response headers
+// are in, so that clearing megabytes overlaps with the body's arrival
+// instead of delaying the request; and it is not called under b.mu, which
+// would serialize the workers.
 func (s *Scheduler) buffer(t *task) []byte {
 	if t.buf == nil {
 		sp := t.sp
-		sp.alloc.Do(func() { sp.buf = make([]byte, sp.length) })
+		sp.alloc.Do(func() {
+			if len(sp.members) == 1 {
+				if into := t.b.reqs[sp.members[0].index].Buffer; int64(len(into)) >= sp.length {
+					sp.buf = into[:sp.length:sp.length]
+					return
+				}
+			}
+			sp.buf = make([]byte, sp.length)
+		})
 		t.buf = sp.buf[t.partAt : t.partAt+t.length]
 	}
 	return t.buf
