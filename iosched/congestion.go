@@ -64,8 +64,9 @@ type congestion struct {
 
 	roundStart time.Time
 	n, t       int // answers and throttled answers of the round
-	// debt holds back one GET per throttled answer of the round until the
-	// round ends (effective): a throttled slot is not refilled at once,
+	// debt holds back one GET per throttled answer of the round (beyond
+	// the background's share) until the round ends (effective): a
+	// throttled slot is not refilled at once,
 	// as TCP's fast recovery deflates its window per loss, so a store
 	// refusing most of what we send is not sent more while the round
 	// that measures it runs.
@@ -183,9 +184,11 @@ func (c *congestion) setLimit(n int) {
 }
 
 // effective is how many GETs may run now: the limit less the round's
-// throttled answers, at least one.
+// throttled answers beyond what the background share explains (random
+// throttling holds nothing back), at least one.
 func (c *congestion) effective() int {
-	return max(1, c.limit-c.debt)
+	expected := int(math.Ceil((c.bg + tolerance) * float64(c.n)))
+	return max(1, c.limit-max(0, c.debt-expected))
 }
 
 // grow adds one to the limit per interval since the last change, unless a
