@@ -106,6 +106,7 @@ bench: release tools
 	go run ./test/bench/scan -out build/bench
 	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/gohost -out build/bench
+	$(MAKE) --no-print-directory bench-peers
 
 clean:
 	rm -rf build
