@@ -13,6 +13,7 @@ import (
 	"math"
 	"runtime/cgo"
 	"runtime/debug"
+	"sync"
 	"unsafe"
 
 	"github.com/remote-segments/remote_segments/scanner"
@@ -32,6 +33,14 @@ type Host struct {
 	// Statements, when set, gives each scan the context of its statement, so
 	// that cancelling the statement stops the scan's requests at once.
 	Statements Statements
+	// Process, when set, is shared by every scan of the host: its memory
+	// limit is the parent of every scan's budget, so concurrent queries
+	// together stay under one ceiling. Nil: each scan has only its own budget.
+	Process *scanner.Process
+	// loadErr, when set, fails every bind: the host could not be set up
+	// (a malformed REMOTE_SEGMENTS_MEMORY_LIMIT), and the extension's entry
+	// point has no better place to say so than the first query.
+	loadErr error
 }
 
 // Statements finds the context of the statement a scan runs in.
@@ -80,9 +89,19 @@ func Register(con unsafe.Pointer, h Host) error {
 
 //export rsLoadableHost
 func rsLoadableHost() C.uintptr_t {
-	// The loadable extension's Go runtime serves only the scans.
-	return C.uintptr_t(cgo.NewHandle(&Host{TuneMemoryLimit: true}))
+	// The loadable extension's Go runtime serves only the scans. DuckDB
+	// calls the entry point once per database that loads the extension, but
+	// the shared library (and its Go runtime) once per process: every
+	// database shares the one Process.
+	h := &Host{TuneMemoryLimit: true}
+	h.Process, h.loadErr = loadableProcess()
+	return C.uintptr_t(cgo.NewHandle(h))
 }
+
+// loadableProcess is the loadable extension's Process, made at the first
+// load: its memory limit (REMOTE_SEGMENTS_MEMORY_LIMIT, or a quarter of
+// physical memory) is the ceiling of every scan in the host process.
+var loadableProcess = sync.OnceValues(scanner.ProcessFromEnv)
 
 // hostOf returns the Host a bind's function was registered with.
 func hostOf(info C.duckdb_bind_info) *Host {

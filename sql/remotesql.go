@@ -25,6 +25,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/remote-segments/remote_segments/cabi"
+	"github.com/remote-segments/remote_segments/scanner"
 	"github.com/remote-segments/remote_segments/sql/internal/staticapi"
 )
 
@@ -137,6 +138,12 @@ func selfCheck() error {
 	return err
 }
 
+// programProcess is the program's one scanner.Process: its memory limit
+// (REMOTE_SEGMENTS_MEMORY_LIMIT, or a quarter of physical memory) is the
+// ceiling of every scan of every database the program opens, made at the
+// first registration.
+var programProcess = sync.OnceValues(scanner.ProcessFromEnv)
+
 // registrar registers the functions once per database: DuckDB keeps table
 // functions in the database's catalog, shared by its connections.
 type registrar struct {
@@ -154,7 +161,11 @@ func (r *registrar) register(rc rawConn) error {
 	if err := cabi.UseAPI(staticapi.Table()); err != nil {
 		return err
 	}
-	h := cabi.Host{TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}}
+	proc, err := programProcess()
+	if err != nil {
+		return fmt.Errorf("remotesql: %w", err)
+	}
+	h := cabi.Host{TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}, Process: proc}
 	if err := cabi.Register(rc.con, h); err != nil {
 		return fmt.Errorf("remotesql: %w", err)
 	}
