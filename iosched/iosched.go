@@ -977,7 +977,8 @@ func (hs *hedge) progress(m int) {
 // limit, a stalled GET is hedged as long as hedges stay within
 // HedgeFraction. If the hedge fails, or is still running after as long
 // again while the first GET stays stuck, both end and the task is retried
-// as a timeout.
+// as a timeout; so is a GET stuck for twice that long while the hedge
+// budget allows no hedge.
 func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
 	ctx, cancel := context.WithCancelCause(b.ctx)
@@ -1076,9 +1077,20 @@ func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Durat
 	case !hs.started:
 		if s.startHedge(id, t, hs, from+hs.got.Load(), cancelPrimary) {
 			hs.timer.Reset(hs.patience)
-		} else {
-			hs.timer.Reset(gap) // over the hedge budget now; maybe later
+			return
 		}
+		// Over the hedge budget. Maybe later; but a GET stuck for twice
+		// its patience is ended as a timeout and retried rather than left
+		// to the idle timeout.
+		idleSince := hs.start
+		if last := hs.lastByte.Load(); last != 0 {
+			idleSince = time.Unix(0, last)
+		}
+		if time.Since(idleSince) >= 2*hs.patience {
+			cancelPrimary(fmt.Errorf("%w: stalled, and no hedge was allowed", ErrTimeout))
+			return
+		}
+		hs.timer.Reset(gap)
 	case !hs.hedgeDone:
 		// Both stuck: the hedge ran as long as the first GET did before
 		// it was hedged. End both; the task is retried as a timeout.
