@@ -156,7 +156,9 @@ func TestHedgeMidBodyStall(t *testing.T) {
 	st, pre := openStore(t, p.URL+"/", store.Options{})
 	var emu sync.Mutex
 	var hedges []iosched.Event
-	s := newScheduler(t, iosched.Options{Parallelism: 4, CoalesceGap: -1, Backoff: time.Millisecond,
+	// A generous hedge budget: slow GETs of a loaded machine must not use
+	// it up before the stall this test is about.
+	s := newScheduler(t, iosched.Options{Parallelism: 4, CoalesceGap: -1, Backoff: time.Millisecond, HedgeFraction: 0.5,
 		Tracer: iosched.TracerFunc(func(e iosched.Event) {
 			if e.Name == "hedge" {
 				emu.Lock()
@@ -292,7 +294,7 @@ func TestHedgeFailsRetries(t *testing.T) {
 				Rule: firstFaults("/obj-050.bin", faultproxy.Fault{Delay: 2 * time.Millisecond},
 					faultproxy.Fault{Kind: faultproxy.Stall, After: 1000, Delay: 2 * time.Millisecond}, c.hedge)})
 			st, pre := openStore(t, p.URL+"/", store.Options{})
-			s := newScheduler(t, iosched.Options{Parallelism: 4, CoalesceGap: -1, Backoff: time.Millisecond})
+			s := newScheduler(t, iosched.Options{Parallelism: 4, CoalesceGap: -1, Backoff: time.Millisecond, HedgeFraction: 0.5})
 			got, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
 			if err != nil {
 				t.Fatal(err)
