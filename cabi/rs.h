@@ -1,7 +1,8 @@
 // rs.h: the C side of remote_segments. Every DuckDB call in this package goes
 // through the C extension API function table (duckdb_ext_api), never through a
 // real duckdb_* symbol, so the same code serves the loadable extension (table
-// filled by DuckDB's get_api) and, later, a host that fills the table itself.
+// filled by DuckDB's get_api) and the Go-driver host, which fills the table
+// from the DuckDB it links (rs_use_api; sql/internal/staticapi).
 #ifndef RS_H
 #define RS_H
 

@@ -1,18 +1,6 @@
-// Package remotesql registers remote_segments and remote_segments_stats on
-// DuckDB connections of database/sql, through the DuckDB Go driver.
-//
-// The functions are the ones of the loadable extension, from the same C
-// implementation, called through the DuckDB that the driver links: no
-// extension file is loaded (a Go shared library inside a Go program would be
-// a second Go runtime). The driver must be github.com/duckdb/duckdb-go/v2
-// v2.10506.0 (DuckDB 1.5.6): remotesql reaches the driver's raw connection,
-// which the driver does not export, and refuses any other version with
-// ErrDriver.
-//
-// Cancelling the context of a query stops its scans: queued requests are
-// dropped, running ones abort, and the scan's memory budget returns to zero.
-// The program's garbage-collector settings are left alone (see
-// WithMemoryLimitTuning).
+// Package remotesql adds remote_segments and remote_segments_stats to the
+// database/sql connections of the DuckDB Go driver, from the same C
+// implementation as the loadable extension and without loading it.
 package remotesql
 
 import (
@@ -55,6 +43,13 @@ func WithMemoryLimitTuning() Option {
 // NewConnector returns a DuckDB connector whose every connection has
 // remote_segments and remote_segments_stats registered. dsn is that of
 // duckdb.NewConnector ("" for an in-memory database).
+//
+// The driver must be github.com/duckdb/duckdb-go/v2 v2.10506.0 (DuckDB
+// 1.5.6): remotesql reaches the driver's raw connection, which the driver
+// does not export. Cancelling the context of a query stops its scans: queued
+// requests are dropped, running ones abort, and the scans' budgets return to
+// zero. The program's garbage-collector settings are left alone unless
+// WithMemoryLimitTuning is given.
 //
 // It fails with ErrDriver when the program's DuckDB driver is not the
 // supported version (checked on a scratch in-memory connection), and with
