@@ -109,3 +109,20 @@ bench: release tools
 
 clean:
 	rm -rf build
+
+# W1 of BENCHMARKS.md: remote_segments against the raw GET loop, the designs it
+# replaces, DuckDB's own readers and the peer engines (Polars, LanceDB, pinned
+# in test/bench/peers/package-lock.json, installed with npm ci into build/peers/node).
+# bench-peers writes BENCHMARKS.md and test/bench/peers_w1.svg; bench-quick runs a
+# reduced W1 (1 M rows, 242 MiB) and writes its report under build/bench-quick/.
+.PHONY: bench-peers bench-quick
+PEERS_BIN := build/peers/bench-peers
+
+bench-peers: release tools
+	go build -o $(PEERS_BIN) ./test/bench/peers
+	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT)
+
+bench-quick: release tools
+	go build -o $(PEERS_BIN) ./test/bench/peers
+	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT) -rows 1000000 -runs 3 -label quick -target bench-quick \
+		-report build/bench-quick/BENCHMARKS.md -svg build/bench-quick/peers_w1.svg
