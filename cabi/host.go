@@ -65,8 +65,9 @@ func UseAPI(table unsafe.Pointer, n int) error {
 // Register adds remote_segments and remote_segments_stats to the database of
 // con, a duckdb_connection, for host h (DuckDB keeps h until the database
 // closes). The function table must be set first: by UseAPI, or by the
-// loadable extension's entry point. Registering again on the same database
-// fails with DuckDB's error and changes nothing.
+// loadable extension's entry point. DuckDB accepts a second registration on
+// the same database, and which Host the functions then use is its choice:
+// register once per database.
 func Register(con unsafe.Pointer, h Host) error {
 	if con == nil {
 		return errors.New("cabi: Register: nil duckdb_connection")

@@ -65,3 +65,35 @@ func TestUseAPIRefusesAnotherLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRegisterTwice checks what cabi.Register's doc says of a second
+// registration on one database (which Register and NewConnector avoid): it
+// succeeds, and the function still answers.
+func TestRegisterTwice(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	conn, err := PlainDB(t).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rc, err := checkConn(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cabi.UseAPI(staticapi.Table()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cabi.Register(rc.con, cabi.Host{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cabi.Register(rc.con, cabi.Host{}); err != nil {
+		t.Fatalf("second registration: %v", err)
+	}
+	var n int64
+	if err := conn.QueryRowContext(context.Background(), "SELECT count(*) FROM remote_segments('testdata/chunks/')").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1434 {
+		t.Fatalf("count(*) = %d after registering twice, want 1434", n)
+	}
+}
