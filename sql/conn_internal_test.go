@@ -2,7 +2,9 @@ package remotesql
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"runtime/debug"
 	"testing"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -95,5 +97,54 @@ func TestRegisterTwice(t *testing.T) {
 	}
 	if n != 1434 {
 		t.Fatalf("count(*) = %d after registering twice, want 1434", n)
+	}
+}
+
+func TestCheckDeps(t *testing.T) {
+	drv := &debug.Module{Path: driverModule, Version: driverVersion}
+	bindings := &debug.Module{Path: bindingsModule, Version: bindingsVersion}
+	other := &debug.Module{Path: "golang.org/x/sync", Version: "v0.25.0"}
+	if err := checkDeps([]*debug.Module{other, drv, bindings}); err != nil {
+		t.Fatalf("the pinned versions: %v", err)
+	}
+	for name, deps := range map[string][]*debug.Module{
+		"newer driver":      {{Path: driverModule, Version: "v2.10600.0"}, bindings},
+		"older bindings":    {drv, {Path: bindingsModule, Version: "v0.10500.0"}},
+		"replaced driver":   {{Path: driverModule, Version: driverVersion, Replace: &debug.Module{Path: "../fork"}}, bindings},
+		"no driver":         {bindings, other},
+		"no bindings":       {drv},
+		"no modules at all": nil,
+	} {
+		if err := checkDeps(deps); !errors.Is(err, ErrDriver) {
+			t.Errorf("%s: %v, want ErrDriver", name, err)
+		}
+	}
+}
+
+func TestWithConnInit(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	c, err := NewConnector("", WithConnInit(func(e driver.ExecerContext) error {
+		_, err := e.ExecContext(context.Background(), "SET VARIABLE greeting = 'hello'", nil)
+		return err
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	var n int64
+	if err := OpenDB(t, c).QueryRow("SELECT getvariable('greeting'), (SELECT count(*) FROM remote_segments('testdata/chunks/'))").Scan(&got, &n); err != nil {
+		t.Fatal(err)
+	}
+	if got != "hello" || n != 1434 {
+		t.Errorf("got %q and %d rows, want the init's 'hello' and 1434 rows", got, n)
+	}
+
+	failing := errors.New("init failed")
+	c, err = NewConnector("", WithConnInit(func(driver.ExecerContext) error { return failing }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := OpenDB(t, c).Ping(); !errors.Is(err, failing) {
+		t.Errorf("Ping with a failing init: %v, want its error", err)
 	}
 }
