@@ -61,6 +61,7 @@ type Option func(*options)
 
 type options struct {
 	parent           *Budget
+	idlePass         bool
 	multiplier       float64
 	alpha            float64
 	minMult, maxMult float64
@@ -69,9 +70,21 @@ type options struct {
 // WithParent makes the budget draw every byte from parent as well: a request
 // is granted only when both the budget and parent (and parent's own parents)
 // can grant it, in FIFO order at each level. Use it to let concurrent queries
-// share one process-wide ceiling. A nil parent means none.
+// share one process-wide ceiling (and see WithIdlePass). A nil parent means
+// none.
 func WithParent(parent *Budget) Option {
 	return func(o *options) { o.parent = parent }
+}
+
+// WithIdlePass makes the budget, as a parent, let a budget below it that
+// holds nothing here pass its queue and its cap (counted in
+// Stats.Bypasses). Without it, parents can deadlock consumers that depend on
+// each other: a query whose join reads two scans consumes the build side's
+// first, while the probe side's ready chunks may hold the whole parent. With
+// it, each budget below always has one request going, and the parent
+// exceeds its cap by at most one request per budget below it.
+func WithIdlePass() Option {
+	return func(o *options) { o.idlePass = true }
 }
 
 // WithMultiplier sets the decoded/wire ratio assumed before the first Commit
@@ -109,6 +122,7 @@ func WithMultiplierBounds(lo, hi float64) Option {
 // safe for concurrent use. Create it with New; the zero Budget is not usable.
 type Budget struct {
 	parent           *Budget // immutable
+	idlePass         bool    // immutable; see WithIdlePass
 	alpha            float64 // immutable
 	minMult, maxMult float64 // immutable
 
@@ -121,8 +135,9 @@ type Budget struct {
 	// INVARIANT: after every operation, the head of queue (if any) cannot be
 	// admitted: a waiter never stays parked while it could be granted.
 	// INVARIANT: a grant leaves inUse <= capacity, except an oversize grant,
-	// which finds inUse == 0. Only Commit growth and SetCap shrinking can
-	// otherwise leave inUse above capacity.
+	// which finds inUse == 0, and a bypass (see WithIdlePass).
+	// Only Commit growth, Grow and SetCap shrinking can otherwise leave inUse
+	// above capacity.
 	capacity int64
 	inUse    int64
 	peak     int64
@@ -138,6 +153,15 @@ type Budget struct {
 	waits, cancels     int64
 	totalWait, maxWait time.Duration
 	spare              []Lease // see newLeaseLocked
+
+	// Guarded by mu; only a parent uses them. byOrigin is the bytes each
+	// budget below holds at this level (keyed by the budget the requests
+	// were made on), for the rule that lets one that holds nothing pass
+	// (see blockedLevelLocked).
+	byOrigin map[*Budget]int64
+	bypasses int64
+
+	pool pool // buffers of this budget's leases; see pool.go
 }
 
 // New returns a budget that admits up to capacity bytes at once. It panics
@@ -158,11 +182,13 @@ func New(capacity int64, opts ...Option) *Budget {
 	}
 	return &Budget{
 		parent:   o.parent,
+		idlePass: o.idlePass,
 		alpha:    o.alpha,
 		minMult:  o.minMult,
 		maxMult:  o.maxMult,
 		capacity: capacity,
 		mult:     min(max(o.multiplier, o.minMult), o.maxMult),
+		pool:     pool{limit: capacity},
 	}
 }
 
@@ -235,7 +261,7 @@ func (b *Budget) Reserve(ctx context.Context, wire int64) (*Lease, error) {
 	// Levels below stop have already granted n (the request passed them);
 	// it now waits in stop's queue and moves up as each level grants it.
 	ready := make(chan struct{})
-	w := &waiter{n: n, at: stop, ready: ready}
+	w := &waiter{n: n, at: stop, origin: b, ready: ready}
 	stop.queue.pushBack(w)
 	b.waits++
 	start := time.Now()
@@ -310,6 +336,7 @@ func (b *Budget) SetCap(capacity int64) {
 	b.capacity = capacity
 	b.notifyLocked()
 	b.unlock()
+	b.pool.setLimit(capacity)
 }
 
 func checkWire(wire int64) {
@@ -350,6 +377,9 @@ func (b *Budget) fitsLocked(n int64) (ok, oversize bool) {
 // waiting large one could starve the large one forever.
 func (b *Budget) blockedLevelLocked(n int64) *Budget {
 	for l := b; l != nil; l = l.parent {
+		if l.idlePass && l != b && l.byOrigin[b] == 0 {
+			continue // see WithIdlePass
+		}
 		if l.queue.len > 0 {
 			return l
 		}
@@ -364,8 +394,11 @@ func (b *Budget) blockedLevelLocked(n int64) *Budget {
 // them if stop is nil). The caller has checked that each of them fits.
 func (b *Budget) grantBelowLocked(stop *Budget, n int64) {
 	for l := b; l != stop; l = l.parent {
-		_, oversize := l.fitsLocked(n)
-		l.grantLocked(n, oversize)
+		ok, oversize := l.fitsLocked(n)
+		if l != b && (!ok || l.queue.len > 0) {
+			l.bypasses++ // only a bypass gets here (blockedLevelLocked)
+		}
+		l.grantLocked(b, n, oversize)
 	}
 }
 
@@ -373,8 +406,8 @@ func (b *Budget) grantBelowLocked(stop *Budget, n int64) {
 // with the level's lock held.
 var testHookGrant func(l *Budget, n int64, oversize bool)
 
-func (b *Budget) grantLocked(n int64, oversize bool) {
-	b.inUse += n
+func (b *Budget) grantLocked(origin *Budget, n int64, oversize bool) {
+	b.addLocked(origin, n)
 	b.reserved += n
 	if b.inUse > b.peak {
 		b.peak = b.inUse
@@ -391,8 +424,25 @@ func (b *Budget) grantLocked(n int64, oversize bool) {
 // them if stop is nil). The caller runs notifyLocked afterwards.
 func (b *Budget) giveBackLocked(stop *Budget, n int64) {
 	for l := b; l != stop; l = l.parent {
-		l.inUse -= n
+		l.addLocked(b, -n)
 		l.released += n
+	}
+}
+
+// addLocked changes b's bytes in use by n, on behalf of requests made on
+// origin (b itself or a budget below it).
+func (b *Budget) addLocked(origin *Budget, n int64) {
+	b.inUse += n
+	if origin == b {
+		return
+	}
+	if b.byOrigin == nil {
+		b.byOrigin = map[*Budget]int64{}
+	}
+	if v := b.byOrigin[origin] + n; v != 0 {
+		b.byOrigin[origin] = v
+	} else {
+		delete(b.byOrigin, origin)
 	}
 }
 
@@ -413,18 +463,36 @@ func (b *Budget) admitWaitersLocked() {
 	for w := b.queue.head; w != nil; w = b.queue.head {
 		ok, oversize := b.fitsLocked(w.n)
 		if !ok {
-			return
+			break
 		}
 		b.queue.remove(w)
-		b.grantLocked(w.n, oversize)
-		if b.parent == nil {
-			w.at = nil
-			close(w.ready)
-			continue
-		}
-		w.at = b.parent
-		b.parent.queue.pushBack(w)
+		b.admitLocked(w, oversize)
 	}
+	// A waiter whose budget holds nothing here passes the others: see
+	// WithIdlePass. There is at most one per budget below, so the walk is
+	// short.
+	for w := b.queue.head; b.idlePass && w != nil; {
+		next := w.next
+		if w.origin != b && b.byOrigin[w.origin] == 0 {
+			b.queue.remove(w)
+			b.bypasses++
+			b.admitLocked(w, false)
+		}
+		w = next
+	}
+}
+
+// admitLocked grants waiter w, just removed from b's queue, at b and moves
+// it to its next level, or wakes it.
+func (b *Budget) admitLocked(w *waiter, oversize bool) {
+	b.grantLocked(w.origin, w.n, oversize)
+	if b.parent == nil {
+		w.at = nil
+		close(w.ready)
+		return
+	}
+	w.at = b.parent
+	b.parent.queue.pushBack(w)
 }
 
 // noteWaitLocked records a finished wait on the budget the request was made
@@ -479,6 +547,7 @@ type Lease struct {
 	held      int64 // size minus the bytes given back so far
 	committed bool
 	closed    bool
+	bufs      [][]byte // pooled buffers handed out by Buffer; back to the pool at Close
 }
 
 // Commit replaces the lease's estimate by the measured decoded size actual
@@ -515,7 +584,7 @@ func (l *Lease) Commit(actual int64) {
 	l.held += delta
 	for lv := b; lv != nil; lv = lv.parent {
 		lv.committed += actual
-		lv.inUse += delta
+		lv.addLocked(b, delta)
 		switch {
 		case delta > 0:
 			lv.grown += delta
@@ -532,6 +601,39 @@ func (l *Lease) Commit(actual int64) {
 	}
 	if delta < 0 {
 		b.notifyLocked()
+	}
+	b.unlock()
+}
+
+// Grow charges n more bytes to the lease at once, without blocking, as the
+// caller allocates them before Commit (a chunk decoded into new memory while
+// its fetched bytes are still held).
+// Like a growing Commit it may leave the budget, or a parent, above its cap
+// (counted in Stats.Overcommits); the Commit that follows replaces the
+// whole charge by the measured size. It panics if n is negative or the lease
+// is committed or closed.
+func (l *Lease) Grow(n int64) {
+	if l == nil {
+		panic("budget: Grow on nil lease")
+	}
+	if n < 0 || n > maxBytes {
+		panic("budget: grow size out of range")
+	}
+	b := l.b
+	b.lock()
+	if l.closed || l.committed {
+		b.unlock()
+		panic("budget: Grow after Commit or Close")
+	}
+	l.size += n
+	l.held += n
+	for lv := b; lv != nil; lv = lv.parent {
+		lv.addLocked(b, n)
+		lv.grown += n
+		lv.peak = max(lv.peak, lv.inUse)
+		if lv.inUse > lv.capacity {
+			lv.overcommits++
+		}
 	}
 	b.unlock()
 }
@@ -563,8 +665,9 @@ func (l *Lease) Release(n int64) {
 	b.unlock()
 }
 
-// Close gives back every byte the lease still holds and ends it; later
-// Release and Commit calls panic. Close is idempotent and safe on a nil
+// Close gives back every byte the lease still holds and ends it, and its
+// buffers (Buffer) to the pool for the next lease; later Release, Commit and
+// Buffer calls panic. Close is idempotent and safe on a nil
 // lease, so `defer lease.Close()` right after Reserve covers every error,
 // cancel and early-exit path.
 func (l *Lease) Close() {
@@ -573,6 +676,8 @@ func (l *Lease) Close() {
 	}
 	b := l.b
 	b.lock()
+	bufs := l.bufs
+	l.bufs = nil
 	if !l.closed {
 		l.closed = true
 		if n := l.held; n > 0 {
@@ -581,13 +686,16 @@ func (l *Lease) Close() {
 		}
 	}
 	b.unlock()
+	for _, buf := range bufs {
+		b.pool.put(buf)
+	}
 }
 
 // releaseLocked gives n > 0 bytes back to b and its parents and admits
 // waiters.
 func (b *Budget) releaseLocked(n int64) {
 	for l := b; l != nil; l = l.parent {
-		l.inUse -= n
+		l.addLocked(b, -n)
 		l.released += n
 		l.releases++
 	}
@@ -633,6 +741,11 @@ type Stats struct {
 	Overcommits    int64 // commits that left InUse above Cap
 
 	Multiplier float64 // current decoded/wire ratio estimate
+
+	// Bypasses counts requests of a budget below that held nothing here,
+	// granted past the queue and the cap so that none waits on the others
+	// forever (see WithIdlePass).
+	Bypasses int64
 }
 
 // Stats returns a consistent snapshot of b's counters.
@@ -657,6 +770,7 @@ func (b *Budget) Stats() Stats {
 		OversizeAdmits: b.oversizeAdmits,
 		Overcommits:    b.overcommits,
 		Multiplier:     b.mult,
+		Bypasses:       b.bypasses,
 	}
 }
 
@@ -699,6 +813,7 @@ type waiter struct {
 	// level held, and the waiting goroutine reads it with its whole chain
 	// locked.
 	at         *Budget
+	origin     *Budget       // the budget the request was made on
 	ready      chan struct{} // closed when the last level grants the request
 	prev, next *waiter
 }

@@ -929,3 +929,77 @@ func TestHammer(t *testing.T) {
 		t.Logf("level %d: %v cancels=%d", i, s, s.Cancels)
 	}
 }
+
+// TestLeaseGrow: Grow charges at once, above the cap if need be, at every
+// level; Commit then replaces the whole charge.
+func TestLeaseGrow(t *testing.T) {
+	parent := newUnit(150)
+	b := newUnit(100, WithParent(parent))
+	l, err := b.Reserve(context.Background(), 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Grow(80)
+	for _, lv := range []*Budget{b, parent} {
+		if st := lv.Stats(); st.InUse != 160 || st.Peak != 160 || st.Overcommits != 1 {
+			t.Fatalf("after Grow: %s", st)
+		}
+	}
+	l.Commit(90)
+	if st := b.Stats(); st.InUse != 90 || l.Held() != 90 {
+		t.Fatalf("after Commit: %s, held %d", st, l.Held())
+	}
+	l.Close()
+	if st := parent.Stats(); st.InUse != 0 || st.Reserved+st.Grown-st.Refunded-st.Released != 0 {
+		t.Fatalf("after Close: %s", st)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Grow after Close did not panic")
+		}
+	}()
+	l.Grow(1)
+}
+
+// TestIdlePass: under a parent WithIdlePass, a child that holds nothing there
+// passes the parent's cap and queue, one request at a time; a child that
+// holds something waits in FIFO order as usual, and passes once it holds
+// nothing again. Without it, the same requests wait: two scans whose
+// consumers depend on each other would deadlock.
+func TestIdlePass(t *testing.T) {
+	ctx := context.Background()
+	strict := newUnit(100)
+	a0, b0 := newUnit(1000, WithParent(strict)), newUnit(1000, WithParent(strict))
+	held, _ := b0.Reserve(ctx, 100) // b0's ready chunks fill the parent
+	if _, ok := a0.TryReserve(10); ok {
+		t.Fatal("a strict parent let a request past its cap")
+	}
+	held.Close()
+
+	parent := newUnit(100, WithIdlePass())
+	a, b := newUnit(1000, WithParent(parent)), newUnit(1000, WithParent(parent))
+	bl, _ := b.Reserve(ctx, 100)
+	al, err := a.Reserve(ctx, 10) // a holds nothing: passes
+	if err != nil || parent.Stats().InUse != 110 || parent.Stats().Bypasses != 1 {
+		t.Fatalf("idle child: %v; parent %s", err, parent)
+	}
+	bw := startReserve(b, 10) // b holds 100: waits, first in line
+	waitQueued(t, parent, 1)
+	aw := startReserve(a, 10) // a holds 10: waits behind b
+	waitQueued(t, parent, 2)
+	al.Close() // a holds nothing again: its waiter passes b's
+	l, err := aw.wait(t)
+	if err != nil || parent.Stats().Bypasses != 2 || parent.Stats().Queued != 1 {
+		t.Fatalf("after a's release: %v; parent %s queued %d", err, parent, parent.Stats().Queued)
+	}
+	l.Close()
+	bl.Close() // b's own release admits its waiter
+	if l, err := bw.wait(t); err != nil {
+		t.Fatal(err)
+	} else {
+		l.Close()
+	}
+	if st := parent.Stats(); st.InUse != 0 || st.Queued != 0 {
+		t.Fatalf("after everything closed: %s", st)
+	}
+}

@@ -27,6 +27,9 @@ func FuzzBudget(f *testing.F) {
 	// Oversize at each level and TryReserve behind a queue.
 	f.Add([]byte{4, 20, 2, 0, 0, opReserve, 1, 30, opTryReserve, 0, 1, opReserve, 2, 9,
 		opTryReserve, 2, 1, opClose, 0, opReserve, 0, 1, opCommit, 1, 40, opClose, 1, opClose, 2})
+	// Grow before Commit (above the caps), then after it and after Close.
+	f.Add([]byte{10, 8, 6, 0, 1, opReserve, 1, 6, opGrow, 0, 30, opReserve, 2, 5, opCommit, 0, 4,
+		opGrow, 0, 1, opClose, 0, opGrow, 0, 1, opClose, 1})
 	// Misuse: release more than held, commit twice, use after close.
 	f.Add([]byte{50, 50, 50, 3, 1, opTryReserve, 1, 10, opRelease, 0, 255, opCommit, 0, 9,
 		opCommit, 0, 9, opClose, 0, opRelease, 0, 1, opCommit, 0, 1, opClose, 0})
@@ -44,6 +47,7 @@ const (
 	opClose             // lease
 	opCancel            // pending request
 	opSetCap            // level, cap
+	opGrow              // lease, n
 	numOps
 )
 
@@ -243,6 +247,26 @@ func (m *model) commit(id int, actual int64) string {
 	return ""
 }
 
+// grow models Grow; it returns the expected panic message, or "".
+func (m *model) grow(id int, n int64) string {
+	r := &m.reqs[id]
+	if r.closed || r.committed {
+		return "budget: Grow after Commit or Close"
+	}
+	r.size += n
+	r.held += n
+	for _, i := range m.chain(r.owner) {
+		l := &m.levels[i]
+		l.inUse += n
+		l.grown += n
+		l.peak = max(l.peak, l.inUse)
+		if l.inUse > l.cap {
+			l.over++
+		}
+	}
+	return ""
+}
+
 // giveBack models Release (close false) and Close; it returns the expected
 // panic message, or "".
 func (m *model) giveBack(id int, n int64, close bool) string {
@@ -336,7 +360,7 @@ func (r *fuzzRun) step(in *fuzzInput) string {
 			r.waitQueued(p, at, len(m.levels[at].queue))
 		}
 		return fmt.Sprintf("Reserve(level %d, %d) -> request %d at %d", lv, wire, id, m.reqs[id].at)
-	case opCommit, opRelease, opClose:
+	case opCommit, opRelease, opClose, opGrow:
 		if len(r.leases) == 0 {
 			return "no lease"
 		}
@@ -355,6 +379,9 @@ func (r *fuzzRun) step(in *fuzzInput) string {
 		case opRelease:
 			arg = int64(in.byte()) % (m.reqs[id].held + 2)
 			want, call = m.giveBack(id, arg, false), func() { l.Release(arg) }
+		case opGrow:
+			arg = int64(in.byte() % 40)
+			want, call = m.grow(id, arg), func() { l.Grow(arg) }
 		default:
 			want, call = m.giveBack(id, 0, true), l.Close
 		}

@@ -52,6 +52,23 @@ var statsColumns = []statsColumn{
 	{"budget_oversize", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.OversizeAdmits }},
 	{"budget_ratio", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return s.Budget.Multiplier }},
 	{"wall_ms", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return float64(s.Wall.Microseconds()) / 1000 }},
+	// Issue 8's IO columns: sequential round trips per chunk, the chunks
+	// read column by column and the bytes that saved, throttled answers,
+	// and the throttling limit on requests in flight (lowest and final).
+	{"round_trips_per_chunk", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any {
+		if s.Chunks == 0 {
+			return nil
+		}
+		return float64(s.RoundTrips) / float64(s.Chunks)
+	}},
+	{"projected_chunks", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.ProjectedChunks }},
+	{"projection_saved_bytes", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.ProjectionSaved }},
+	{"throttled", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Throttled }},
+	{"io_limit_min", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.LimitMin) }},
+	{"io_limit_final", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.LimitFinal) }},
+	{"budget_limit", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.BudgetLimit }},
+	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Fresh }},
+	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Reused }},
 }
 
 func statsSchema() *arrow.Schema {

@@ -15,10 +15,13 @@ package iosched
 //
 // Failures: 404/403 and bad ranges fail at once; 5xx, 429, connection
 // errors, short bodies and timeouts are retried with jittered exponential
-// back-off, resuming after the bytes already read. A throttled answer (429,
-// 503) halves the effective parallelism once per round of GETs (AIMD); it
-// grows back by one per clean interval. A GET slower than the p95 of its
-// size class is hedged once; hedges stay under 5 % of all GETs.
+// back-off (or the wait a Retry-After header asks for), resuming after the
+// bytes already read. Retries of throttled, reset and timed-out GETs draw
+// from a retry budget shared by the scheduler (retryBudget); other errors
+// are retried Options.Retries times. Throttled answers move the effective
+// parallelism only when they follow our load (congestion.go). A GET slower
+// than the p95 of its size class, or whose body stops arriving, is hedged
+// once; hedges stay under 5 % of all GETs.
 
 import (
 	"container/heap"
@@ -30,6 +33,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/remote-segments/remote_segments/iosched/store"
@@ -51,6 +55,12 @@ type Request struct {
 	Offset   int64
 	Length   int64
 	Priority Priority
+	// Buffer, if at least Length bytes long, is where the bytes go (pooled
+	// memory the caller owns), when the request is fetched on its own (not
+	// merged with others); its Result's Data is then Buffer[:Length]. The
+	// scheduler writes into it until the batch is done; after a failed
+	// batch, parts of it may still be written: don't reuse it then.
+	Buffer []byte
 }
 
 // Result is the outcome of one request: its index in the submitted slice
@@ -65,32 +75,35 @@ type Result struct {
 // Scheduler is the IO queue and worker pool of one store domain. Its methods
 // are safe for concurrent use; create it with New and end it with Close.
 type Scheduler struct {
-	o   Options
-	lat latencies
+	o     Options
+	lat   latencies
+	model model
 
 	mu       sync.Mutex
-	p        int // max_parallel_io
-	limit    int // AIMD limit, 1 ≤ limit ≤ p
-	inflight int // busy worker slots
-	hedging  int // hedges running
+	p        int         // max_parallel_io
+	cc       *congestion // the throttling limit, 1 ≤ cc.limit ≤ p
+	rb       retryBudget // tokens for retries of throttled, reset, timed-out GETs
+	inflight int         // busy worker slots
+	hedging  int         // hedges running
 	busy     []bool
 	queues   map[uint64]*queryQueue
-	ring     []*queryQueue // queries with queued work, served round-robin
-	rr       int
-	queued   int
-	backoff  int
-	closed   bool
-	batches  map[*Batch]struct{}
-	order    int64 // tie-break: FIFO among equal priorities
-	// AIMD state.
-	lastDecrease, lastGrow time.Time
+	// Per-query shares: the most GETs a query may run at once, and how
+	// many it runs (SetQueryLimit).
+	queryCap, queryRunning map[uint64]int
+	ring                   []*queryQueue // queries with queued work, served round-robin
+	rr                     int
+	queued                 int
+	backoff                int
+	closed                 bool
+	batches                map[*Batch]struct{}
+	order                  int64 // tie-break: FIFO among equal priorities
 	// Utilization integrals.
 	lastChange             time.Time
 	busyTime, capacityTime time.Duration
 	hedgesIssued           int64
 	queueWait              Histogram
 	latency                Histogram
-	decreases              int64
+	budgetFailures         int64
 
 	wg sync.WaitGroup // workers, hedges
 
@@ -105,11 +118,13 @@ func New(opts Options) *Scheduler {
 	o := opts.withDefaults()
 	now := time.Now()
 	return &Scheduler{
-		o: o, p: o.Parallelism, limit: o.Parallelism,
+		o: o, p: o.Parallelism, cc: newCongestion(o.Parallelism, o.AIMDInterval, now),
+		rb:       retryBudget{tokens: o.RetryBudget, capacity: o.RetryBudget},
 		busy:     make([]bool, o.Parallelism),
 		queues:   map[uint64]*queryQueue{},
-		batches:  map[*Batch]struct{}{},
-		lastGrow: now, lastChange: now,
+		queryCap: map[uint64]int{}, queryRunning: map[uint64]int{},
+		batches:    map[*Batch]struct{}{},
+		lastChange: now,
 	}
 }
 
@@ -130,15 +145,52 @@ func (s *Scheduler) SetParallelism(n int) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.setParallelismLocked(n)
+}
+
+func (s *Scheduler) setParallelismLocked(n int) {
 	s.accountLocked(time.Now())
-	if s.limit >= s.p || s.limit > n {
-		s.limit = n
-	}
+	s.cc.setParallelism(n)
+	s.limitChangedLocked()
 	s.p = n
 	for len(s.busy) < n {
 		s.busy = append(s.busy, false)
 	}
 	s.dispatchLocked()
+}
+
+// Model returns what the scheduler has learned of its store's latency and
+// per-GET bandwidth (priors of 20 ms and 100 MB/s until it measured some).
+func (s *Scheduler) Model() Model { return s.model.get() }
+
+// SetQueryLimit caps the GETs query (Priority.Query) runs at once at n,
+// beside the scheduler's parallelism, which stays as it is: a query's
+// max_parallel_io is its own share of the domain's workers and never
+// changes another query's. n ≤ 0 removes the cap. Growing a cap starts
+// queued work at once; shrinking it lets running GETs finish.
+func (s *Scheduler) SetQueryLimit(query uint64, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		delete(s.queryCap, query)
+	} else {
+		s.queryCap[query] = n
+	}
+	s.dispatchLocked()
+}
+
+// EnsureParallelism raises max_parallel_io to n if it is lower, and never
+// lowers it: for a query whose own share (SetQueryLimit) is larger than
+// the domain's worker pool. It panics if n < 1.
+func (s *Scheduler) EnsureParallelism(n int) {
+	if n < 1 {
+		panic("iosched: parallelism must be at least 1")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n > s.p {
+		s.setParallelismLocked(n)
+	}
 }
 
 // Stats returns a snapshot of the counters.
@@ -148,9 +200,10 @@ func (s *Scheduler) Stats() Stats {
 	s.accountLocked(now)
 	s.growLocked(now)
 	st := Stats{
-		Parallelism: s.p, Limit: s.limit, InFlight: s.inflight, Hedging: s.hedging,
+		Parallelism: s.p, Limit: s.cc.limit, LimitMin: s.cc.minLimit, InFlight: s.inflight, Hedging: s.hedging,
 		Queued: s.queued, Backoff: s.backoff,
-		HedgesIssued: s.hedgesIssued, Decreases: s.decreases,
+		HedgesIssued: s.hedgesIssued, Decreases: s.cc.cuts, Undos: s.cc.undos,
+		RetryTokens: s.rb.tokens, BudgetFailures: s.budgetFailures, BackgroundThrottle: s.cc.bg,
 		QueueWait: s.queueWait.clone(), Latency: s.latency.clone(),
 		BusyTime: s.busyTime, CapacityTime: s.capacityTime,
 	}
@@ -200,32 +253,25 @@ func (s *Scheduler) accountLocked(now time.Time) {
 	s.lastChange = now
 }
 
-// --- AIMD ---
+// --- throttling ---
 
-// throttledLocked halves the limit after a slow-down answer to a GET sent at
-// issued. Answers to GETs sent before the last halving describe the old rate
-// and were already reacted to: like TCP, halve at most once per round.
-func (s *Scheduler) throttledLocked(issued, now time.Time) {
-	s.lastGrow = now // this interval is not clean
-	if issued.Before(s.lastDecrease) {
-		return
-	}
+// answerLocked feeds the outcome of a GET sent at issued to the throttling
+// controller and tells running batches about a lower limit.
+func (s *Scheduler) answerLocked(issued, now time.Time, throttled bool) {
 	s.accountLocked(now)
-	s.limit = max(1, s.limit/2)
-	s.lastDecrease = now
-	s.decreases++
+	s.cc.answer(issued, now, throttled)
+	s.limitChangedLocked()
 }
 
-// growLocked adds one to the limit per clean AIMDInterval since the last
-// change.
+// growLocked lets the limit grow back (see congestion.grow).
 func (s *Scheduler) growLocked(now time.Time) {
-	if s.limit >= s.p {
-		s.lastGrow = now
-		return
-	}
-	if k := int(now.Sub(s.lastGrow) / s.o.AIMDInterval); k > 0 {
-		s.limit = min(s.p, s.limit+k)
-		s.lastGrow = s.lastGrow.Add(time.Duration(k) * s.o.AIMDInterval)
+	s.cc.grow(now)
+}
+
+// limitChangedLocked records the limit in the running batches' minimum.
+func (s *Scheduler) limitChangedLocked() {
+	for b := range s.batches {
+		b.noteLimit(s.cc.limit)
 	}
 }
 
@@ -257,6 +303,7 @@ type task struct {
 	index    int // in its query heap
 	state    taskState
 	attempts int
+	spent    int // retry-budget tokens its retries took
 	enqueued time.Time
 	timer    *time.Timer
 }
@@ -307,15 +354,28 @@ func (s *Scheduler) pushLocked(t *task, now time.Time) {
 	s.queued++
 }
 
-// popLocked takes the next task: the head of the next query in turn.
+// popLocked takes the next task: the head of the next query in turn that
+// is below its share (SetQueryLimit); nil when there is none.
 func (s *Scheduler) popLocked(now time.Time) *task {
 	if s.queued == 0 {
 		return nil
 	}
-	if s.rr >= len(s.ring) {
-		s.rr = 0
+	var q *queryQueue
+	for range len(s.ring) {
+		if s.rr >= len(s.ring) {
+			s.rr = 0
+		}
+		c := s.ring[s.rr]
+		if n, capped := s.queryCap[c.id]; !capped || s.queryRunning[c.id] < n {
+			q = c
+			break
+		}
+		s.rr++
 	}
-	q := s.ring[s.rr]
+	if q == nil {
+		return nil // every query with queued work runs its share
+	}
+	s.queryRunning[q.id]++
 	t := heap.Pop(&q.tasks).(*task)
 	s.queued--
 	if q.tasks.Len() == 0 {
@@ -351,10 +411,13 @@ func (s *Scheduler) removeLocked(t *task) {
 func (s *Scheduler) dispatchLocked() {
 	now := time.Now()
 	s.growLocked(now)
-	for s.inflight < min(s.limit, s.p) && s.queued > 0 {
+	for s.inflight < min(s.cc.effective(), s.p) && s.queued > 0 {
 		id := slices.Index(s.busy[:s.p], false)
 		// INVARIANT: fewer than p slots below p are busy when inflight < p.
 		t := s.popLocked(now)
+		if t == nil {
+			return
+		}
 		s.accountLocked(now)
 		s.busy[id] = true
 		s.inflight++
@@ -368,14 +431,19 @@ func (s *Scheduler) dispatchLocked() {
 func (s *Scheduler) worker(id int, t *task) {
 	defer s.wg.Done()
 	for t != nil {
+		q := t.prio.Query
 		s.run(id, t)
 		s.mu.Lock()
+		if s.queryRunning[q]--; s.queryRunning[q] <= 0 {
+			delete(s.queryRunning, q)
+		}
 		now := time.Now()
 		s.growLocked(now)
-		if id < s.p && s.inflight <= min(s.limit, s.p) && s.queued > 0 {
+		t = nil
+		if id < s.p && s.inflight <= min(s.cc.effective(), s.p) && s.queued > 0 {
 			t = s.popLocked(now)
-		} else {
-			t = nil
+		}
+		if t == nil {
 			s.accountLocked(now)
 			s.inflight--
 			s.busy[id] = false
@@ -395,6 +463,7 @@ type Batch struct {
 	cancel  context.CancelCauseFunc
 	stop    func() bool
 	tasks   []*task
+	reqs    []Request // for their Buffer; see buffer
 	results chan Result
 	done    chan struct{}
 
@@ -405,6 +474,18 @@ type Batch struct {
 	nreq      int
 
 	issued, bytes, retries, hedges, hedgesWon, splits, coalesced, queueWait atomic.Int64
+	throttled                                                               atomic.Int64
+	limitMin                                                                atomic.Int64 // lowest limit while the batch ran
+}
+
+// noteLimit lowers the batch's recorded minimum limit to n.
+func (b *Batch) noteLimit(n int) {
+	for {
+		cur := b.limitMin.Load()
+		if cur <= int64(n) || b.limitMin.CompareAndSwap(cur, int64(n)) {
+			return
+		}
+	}
 }
 
 // span is a run of requests to one object merged into one range, fetched by
@@ -433,7 +514,7 @@ type member struct {
 // batch then fails with ctx's cause. Submit panics if a request has no Store.
 func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 	b := &Batch{
-		s: s, results: make(chan Result, len(reqs)), done: make(chan struct{}),
+		s: s, reqs: reqs, results: make(chan Result, len(reqs)), done: make(chan struct{}),
 		data: make([][]byte, len(reqs)), remaining: len(reqs), nreq: len(reqs),
 	}
 	b.ctx, b.cancel = context.WithCancelCause(ctx)
@@ -482,6 +563,7 @@ func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 		b.cancel(ErrClosed)
 	case b.ctx.Err() == nil:
 		s.batches[b] = struct{}{}
+		b.limitMin.Store(int64(min(s.cc.limit, s.p)))
 		now := time.Now()
 		for _, t := range b.tasks {
 			t.order = s.order
@@ -637,6 +719,7 @@ func (b *Batch) Stats() BatchStats {
 		Requests: b.nreq, Issued: b.issued.Load(), Bytes: b.bytes.Load(), Retries: b.retries.Load(),
 		HedgesIssued: b.hedges.Load(), HedgesWon: b.hedgesWon.Load(),
 		Splits: b.splits.Load(), Coalesced: b.coalesced.Load(), QueueWait: time.Duration(b.queueWait.Load()),
+		Throttled: b.throttled.Load(), LimitMin: int(b.limitMin.Load()),
 	}
 }
 
@@ -740,6 +823,8 @@ func (s *Scheduler) finish(t *task, err error, canceled bool) {
 var (
 	errHedgeWon  = errors.New("iosched: the hedged GET answered first")
 	errHedgeLost = errors.New("iosched: the first GET answered first")
+	// errHedgeStalled ends a hedge that stalled like the GET it hedged.
+	errHedgeStalled = errors.New("iosched: the hedge stalled too")
 )
 
 // run makes one attempt at t in worker slot id and then finishes it,
@@ -754,6 +839,14 @@ func (s *Scheduler) run(id int, t *task) {
 	issued := time.Now()
 	err := s.attempt(id, t)
 	if err == nil {
+		s.mu.Lock()
+		s.answerLocked(issued, time.Now(), false)
+		if t.attempts == 1 {
+			s.rb.refund(1)
+		} else {
+			s.rb.refund(t.spent) // the retries paid off: their tokens return
+		}
+		s.mu.Unlock()
 		s.finish(t, nil, false)
 		return
 	}
@@ -761,19 +854,42 @@ func (s *Scheduler) run(id int, t *task) {
 		s.finish(t, nil, true)
 		return
 	}
-	if store.Throttled(err) {
+	throttled := store.Throttled(err)
+	if throttled {
 		s.throttled.Add(1)
-		s.mu.Lock()
-		s.throttledLocked(issued, time.Now())
-		s.mu.Unlock()
+		b.throttled.Add(1)
 	}
-	if store.Permanent(err) || errors.Is(err, ErrInvalid) || t.attempts > s.o.Retries {
+	cost := retryCostOf(err)
+	retry := !store.Permanent(err) && !errors.Is(err, ErrInvalid) && s.o.Retries > 0
+	s.mu.Lock()
+	if throttled {
+		s.answerLocked(issued, time.Now(), true)
+	}
+	switch {
+	case !retry:
+	case cost > 0 && t.attempts < maxBudgetedAttempts:
+		// Throttles, resets and timeouts draw from the shared budget.
+		if s.rb.take(cost) {
+			t.spent += cost
+		} else {
+			retry = false
+			s.budgetFailures++
+			err = fmt.Errorf("%w (%w)", err, ErrRetryBudget)
+		}
+	default:
+		retry = t.attempts <= s.o.Retries
+	}
+	s.mu.Unlock()
+	if !retry {
 		s.finish(t, err, false)
 		return
 	}
 	s.retries.Add(1)
 	b.retries.Add(1)
 	d := s.backoffDelay(t.attempts)
+	if ra := store.RetryAfter(err); ra > d {
+		d = min(ra, s.o.FirstByteTimeout) // the store asked for it; a silly value is capped
+	}
 	s.mu.Lock()
 	// Checked under s.mu: cancelBatch runs after the context is done and
 	// takes s.mu, so it either sees this task backing off or we see the
@@ -789,6 +905,25 @@ func (s *Scheduler) run(id int, t *task) {
 	s.finish(t, nil, true)
 }
 
+// maxBudgetedAttempts bounds the attempts of one GET whose retries come
+// from the retry budget, so that one object that is always throttled
+// cannot retry for ever while other GETs refill the budget.
+const maxBudgetedAttempts = 20
+
+// retryCostOf is what retrying err costs from the retry budget: throttles
+// and broken connections retryCost, timeouts timeoutCost; 0 for errors
+// retried Options.Retries times instead.
+func retryCostOf(err error) int {
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return timeoutCost
+	case store.Throttled(err), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, ErrShortBody):
+		return retryCost
+	}
+	return 0
+}
+
 // backoffDelay is the n-th retry's wait: between d/2 and d for
 // d = min(MaxBackoff, Backoff·2ⁿ⁻¹) ("equal jitter").
 func (s *Scheduler) backoffDelay(n int) time.Duration {
@@ -799,7 +934,8 @@ func (s *Scheduler) backoffDelay(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// hedge is the second GET of a slow attempt.
+// hedge is the second GET of a slow attempt, and what the first one's
+// watch knows of its progress.
 type hedge struct {
 	mu          sync.Mutex
 	primaryDone bool
@@ -810,10 +946,34 @@ type hedge struct {
 	done        chan struct{}
 	buf         []byte
 	err         error
+	from        int64 // offset in the task where the hedge's bytes go
+	timer       *time.Timer
+	patience    time.Duration // how long the hedge may run before both GETs count as stalled
+	hedgeDone   bool
+
+	got      atomic.Int64 // body bytes the first GET has read
+	lastByte atomic.Int64 // when it last read one (UnixNano), 0 before the first
+}
+
+// progress records m more body bytes of the first GET.
+func (hs *hedge) progress(m int) {
+	hs.got.Add(int64(m))
+	hs.lastByte.Store(time.Now().UnixNano())
 }
 
 // attempt makes one GET of t's remaining bytes into t.buf, racing a hedge
-// against it when it runs too long. It returns nil when all bytes are in.
+// against it when it stalls. It returns nil when all bytes are in.
+//
+// The watch (hedge logic): once the GET has run for the p95 of its size
+// class (or, before the class has samples, four times what the model
+// expects) without finishing, it is hedged if no body byte came yet (a
+// stall before or at the headers) or none for stallGap (a stall mid-body;
+// the hedge then asks only for the bytes not read yet). A GET whose body
+// still flows is checked again after stallGap. Whatever the throttling
+// limit, a stalled GET is hedged as long as hedges stay within
+// HedgeFraction. If the hedge fails, or is still running after as long
+// again while the first GET stays stuck, both end and the task is retried
+// as a timeout.
 func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
 	ctx, cancel := context.WithCancelCause(b.ctx)
@@ -828,18 +988,27 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	from := t.done
 	want := t.length - from
 	hs := &hedge{done: make(chan struct{})}
-	var timer *time.Timer
 	if !s.o.NoHedge {
-		if d, ok := s.lat.threshold(want, s.o.HedgeFloor, s.o.HedgeMinSamples); ok {
-			timer = time.AfterFunc(d, func() { s.startHedge(id, t, hs, from, cancel) })
+		d, ok := s.lat.threshold(want, s.o.HedgeFloor, s.o.HedgeMinSamples)
+		if !ok {
+			// Too few GETs of this size yet: what the model expects. A scan's
+			// first GETs stall as often as its last ones.
+			d, ok = s.model.hedgeAfter(want, s.o.HedgeFloor)
+		}
+		if ok {
+			gap := s.lat.stallGap(s.o.HedgeFloor, s.o.HedgeMinSamples)
+			hs.mu.Lock()
+			hs.patience = max(d, gap)
+			hs.timer = time.AfterFunc(d, func() { s.watch(id, t, hs, from, gap, cancel) })
+			hs.mu.Unlock()
 		}
 	}
-	n, err := s.getInto(ctx, cancel, id, t, "GET", t.off+from, want, func() []byte { return s.buffer(t)[from:] })
+	n, err := s.getInto(ctx, cancel, id, t, "GET", t.off+from, want, func() []byte { return s.buffer(t)[from:] }, hs)
 	t.done = from + int64(n)
-	if timer != nil {
-		timer.Stop()
-	}
 	hs.mu.Lock()
+	if hs.timer != nil {
+		hs.timer.Stop()
+	}
 	hs.primaryDone = true
 	if err == nil && !hs.won {
 		hs.primaryWon = true
@@ -859,7 +1028,7 @@ func (s *Scheduler) attempt(id int, t *task) error {
 		hs.mu.Unlock()
 	}
 	if won {
-		copy(s.buffer(t)[from:], hs.buf)
+		copy(s.buffer(t)[hs.from:], hs.buf)
 		t.done = t.length
 		s.hedgesWon.Add(1)
 		b.hedgesWon.Add(1)
@@ -868,17 +1037,43 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	return err
 }
 
-// startHedge sends the second GET of an attempt if the hedge budget allows.
-func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPrimary context.CancelCauseFunc) {
+// watch runs when the first GET of an attempt at from has been slow: it
+// hedges a stalled GET and checks a flowing one again after gap.
+func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Duration, cancelPrimary context.CancelCauseFunc) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.primaryDone || t.b.ctx.Err() != nil {
 		return
 	}
+	if last := hs.lastByte.Load(); last != 0 {
+		if idle := time.Since(time.Unix(0, last)); idle < gap {
+			hs.timer.Reset(gap - idle) // still flowing
+			return
+		}
+	}
+	switch {
+	case !hs.started:
+		if s.startHedge(id, t, hs, from+hs.got.Load(), cancelPrimary) {
+			hs.timer.Reset(hs.patience)
+		} else {
+			hs.timer.Reset(gap) // over the hedge budget now; maybe later
+		}
+	case !hs.hedgeDone:
+		// Both stuck: the hedge ran as long as the first GET did before
+		// it was hedged. End both; the task is retried as a timeout.
+		hs.cancel(errHedgeStalled)
+		cancelPrimary(fmt.Errorf("%w: stalled, and so did its hedge", ErrTimeout))
+	}
+}
+
+// startHedge sends the second GET of an attempt, for the task's bytes from
+// from on, if the hedge budget allows; it reports whether it did. Call it
+// with hs.mu held.
+func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPrimary context.CancelCauseFunc) bool {
 	s.mu.Lock()
 	// Hedges are extra load: at most HedgeFraction of all GETs so far and
-	// of the parallelism at any moment, and none while throttled.
-	ok := !s.closed && s.limit >= s.p &&
+	// of the parallelism at any moment.
+	ok := !s.closed &&
 		float64(s.hedgesIssued+1) <= s.o.HedgeFraction*float64(s.issued.Load()) &&
 		float64(s.hedging) < max(1, s.o.HedgeFraction*float64(s.p))
 	if ok {
@@ -888,10 +1083,11 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 	}
 	s.mu.Unlock()
 	if !ok {
-		return
+		return false
 	}
 	t.b.hedges.Add(1)
 	hs.started = true
+	hs.from = from
 	ctx, cancel := context.WithCancelCause(t.b.ctx)
 	hs.cancel = cancel
 	go func() {
@@ -901,30 +1097,47 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 		_, err := s.getInto(ctx, cancel, id, t, "hedge", t.off+from, t.length-from, func() []byte {
 			buf = make([]byte, t.length-from)
 			return buf
-		})
+		}, nil)
 		s.mu.Lock()
 		s.hedging--
 		s.mu.Unlock()
 		hs.mu.Lock()
 		hs.buf, hs.err = buf, err
-		if err == nil && !hs.primaryWon {
+		hs.hedgeDone = true
+		switch {
+		case err == nil && !hs.primaryWon:
 			hs.won = true
 			cancelPrimary(errHedgeWon)
+		case err != nil && !hs.primaryDone && !errors.Is(context.Cause(ctx), errHedgeLost) && !errors.Is(context.Cause(ctx), errHedgeStalled):
+			// The hedge failed while the first GET is still stuck: end
+			// that one too, as a timeout, so that the task is retried
+			// (from the bytes it has) instead of waiting out the stall.
+			cancelPrimary(fmt.Errorf("%w: stalled, and its hedge failed: %v", ErrTimeout, err))
 		}
 		hs.mu.Unlock()
 		close(hs.done)
 	}()
+	return true
 }
 
-// buffer returns t's slice of its span's buffer, allocating the span's
-// buffer on first use. It is called once the response headers are in, so
-// that clearing megabytes overlaps with the body's arrival instead of
-// delaying the request; and it is not called under b.mu, which would
-// serialize the workers.
+// buffer returns t's slice of its span's buffer: the request's own Buffer
+// when the span is that one request and the Buffer is long enough, else a
+// new buffer allocated on first use. It is called once the response headers
+// are in, so that clearing megabytes overlaps with the body's arrival
+// instead of delaying the request; and it is not called under b.mu, which
+// would serialize the workers.
 func (s *Scheduler) buffer(t *task) []byte {
 	if t.buf == nil {
 		sp := t.sp
-		sp.alloc.Do(func() { sp.buf = make([]byte, sp.length) })
+		sp.alloc.Do(func() {
+			if len(sp.members) == 1 {
+				if into := t.b.reqs[sp.members[0].index].Buffer; int64(len(into)) >= sp.length {
+					sp.buf = into[:sp.length:sp.length]
+					return
+				}
+			}
+			sp.buf = make([]byte, sp.length)
+		})
 		t.buf = sp.buf[t.partAt : t.partAt+t.length]
 	}
 	return t.buf
@@ -933,11 +1146,11 @@ func (s *Scheduler) buffer(t *task) []byte {
 // getInto reads length bytes at off into buf() with first-byte and idle
 // timeouts, and reports the GET to the stats and the tracer. buf is called
 // once the store has answered.
-func (s *Scheduler) getInto(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task, name string, off, length int64, buf func() []byte) (int, error) {
+func (s *Scheduler) getInto(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task, name string, off, length int64, buf func() []byte, hs *hedge) (int, error) {
 	start := time.Now()
 	s.issued.Add(1)
 	t.b.issued.Add(1)
-	n, err := s.read(ctx, cancel, t, off, length, buf)
+	n, err := s.read(ctx, cancel, t, off, length, buf, hs)
 	s.account(id, t, name, off, length, start, int64(n), err)
 	return n, err
 }
@@ -948,7 +1161,7 @@ func (s *Scheduler) get(ctx context.Context, cancel context.CancelCauseFunc, id 
 	s.issued.Add(1)
 	t.b.issued.Add(1)
 	var data []byte
-	n, err := s.readWith(ctx, cancel, t, off, -1, func(body io.Reader, progress func(int)) (int, error) {
+	n, err := s.readWith(ctx, cancel, t, off, -1, nil, func(body io.Reader, progress func(int)) (int, error) {
 		buf := make([]byte, 0, 64<<10)
 		for {
 			if len(buf) == cap(buf) {
@@ -990,8 +1203,8 @@ func (s *Scheduler) account(id int, t *task, name string, off, length int64, sta
 
 // read fills bufFn() (called once the store answered) from the body of a
 // GET of length bytes at off; a body that ends early is ErrShortBody.
-func (s *Scheduler) read(ctx context.Context, cancel context.CancelCauseFunc, t *task, off, length int64, bufFn func() []byte) (int, error) {
-	return s.readWith(ctx, cancel, t, off, length, func(body io.Reader, progress func(int)) (int, error) {
+func (s *Scheduler) read(ctx context.Context, cancel context.CancelCauseFunc, t *task, off, length int64, bufFn func() []byte, hs *hedge) (int, error) {
+	return s.readWith(ctx, cancel, t, off, length, hs, func(body io.Reader, progress func(int)) (int, error) {
 		buf := bufFn()
 		n := 0
 		for n < len(buf) {
@@ -1015,7 +1228,7 @@ func (s *Scheduler) read(ctx context.Context, cancel context.CancelCauseFunc, t 
 // readWith sends the GET and runs fill on its body under a watchdog: the
 // attempt is canceled with ErrTimeout when no first byte arrives within
 // FirstByteTimeout or no further byte within IdleTimeout.
-func (s *Scheduler) readWith(ctx context.Context, cancel context.CancelCauseFunc, t *task, off, length int64,
+func (s *Scheduler) readWith(ctx context.Context, cancel context.CancelCauseFunc, t *task, off, length int64, hs *hedge,
 	fill func(io.Reader, func(int)) (int, error)) (int, error) {
 	var sawByte atomic.Bool
 	watchdog := time.AfterFunc(s.o.FirstByteTimeout, func() {
@@ -1026,20 +1239,30 @@ func (s *Scheduler) readWith(ctx context.Context, cancel context.CancelCauseFunc
 		}
 	})
 	defer watchdog.Stop()
+	start := time.Now()
 	progress := func(m int) {
 		if m > 0 {
-			sawByte.Store(true)
+			if !sawByte.Swap(true) {
+				s.lat.addFirstByte(time.Since(start))
+			}
 			watchdog.Reset(s.o.IdleTimeout)
+			if hs != nil {
+				hs.progress(m)
+			}
 		}
 	}
 	body, err := t.sp.st.GetRange(ctx, t.sp.name, off, length)
 	if err != nil {
 		return 0, s.cause(ctx, err)
 	}
+	headers := time.Since(start)
 	defer body.Close()
 	n, err := fill(body, progress)
 	if err != nil {
 		return n, s.cause(ctx, err)
+	}
+	if n > 0 {
+		s.model.add(headers, time.Since(start), int64(n))
 	}
 	return n, nil
 }

@@ -213,8 +213,9 @@ func TestCancelRemovesQueued(t *testing.T) {
 }
 
 // TestInFlightLimitCPUConsumer: a consumer that burns CPU per result while
-// the queue stays fed does not hold IO back: the proxy sees P requests in
-// flight on average (≥ 0.9 P) and never more than P.
+// the queue stays fed does not hold IO back: the proxy never sees more than
+// P requests in flight, the worker slots stay busy, and a batch whose
+// results nobody reads completes all the same.
 //
 // GETs take 100 ms at the proxy so that the HTTP stack's own CPU time
 // (slow under -race on a busy machine) stays small beside them.
@@ -267,8 +268,24 @@ func TestInFlightLimitCPUConsumer(t *testing.T) {
 	if slots < 0.9 {
 		t.Fatalf("worker slots busy %.2f < 0.9 while the queue was fed", slots)
 	}
-	if avg < 0.9*P {
-		t.Fatalf("average in flight at the proxy %.2f < 0.9 × %d while the queue was fed", avg, P)
+	// The average in flight is logged, not asserted: on a loaded machine
+	// it measures the machine. That IO never waits for the consumer is
+	// asserted below, without timing.
+	stalled := s.Submit(context.Background(), wholeReqs(st, pre, objects, 1))
+	select {
+	case <-stalled.Done(): // every GET done while nobody read a result
+	case <-time.After(time.Minute):
+		t.Fatal("the batch did not complete while its results were not read")
+	}
+	n := 0
+	for r := range stalled.Results() {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		n++
+	}
+	if n != len(objects) {
+		t.Fatalf("%d results, want %d", n, len(objects))
 	}
 }
 
@@ -383,8 +400,9 @@ func TestSetParallelism(t *testing.T) {
 	}
 }
 
-// TestAIMD: 503 SlowDown answers from S3 (versitygw behind the proxy) halve
-// the effective parallelism, which grows back by one per clean interval.
+// TestAIMD: 503 SlowDown answers to every GET from S3 (versitygw behind the
+// proxy) cut the effective parallelism to 1, which grows back by one per
+// clean interval.
 func TestAIMD(t *testing.T) {
 	leakCheck(t)
 	srv := s3server.ForTest(t, "bkt")
@@ -413,10 +431,15 @@ func TestAIMD(t *testing.T) {
 		t.Fatalf("limit %d after throttling, want 1", s.Stats().Limit)
 	}
 	st1 := s.Stats()
-	// Halving once per round: 16 → 8 → 4 → 2 → 1 takes 4 decreases, and
-	// more throttled answers than that.
-	if st1.Decreases < 4 || st1.Throttled < st1.Decreases {
-		t.Fatalf("decreases %d throttled %d", st1.Decreases, st1.Throttled)
+	// Every answer throttled: one round shows the store serves nothing, and
+	// the limit is cut to 1 at once; throttling that does not fall at 1 is
+	// never taken for random noise (no undo).
+	if st1.Decreases < 1 || st1.Undos != 0 || st1.LimitMin != 1 || st1.Throttled < 32 {
+		t.Fatalf("decreases %d undos %d min limit %d throttled %d", st1.Decreases, st1.Undos, st1.LimitMin, st1.Throttled)
+	}
+	// GETs sent before the cut drain first.
+	if !eventually(10*time.Second, func() bool { return p.Stats().InFlight <= 1 }) {
+		t.Fatalf("%d GETs still in flight at limit 1", p.Stats().InFlight)
 	}
 	p.ResetMax()
 	time.Sleep(100 * time.Millisecond) // a few rounds at limit 1
@@ -627,7 +650,9 @@ func TestEmptyAndInvalid(t *testing.T) {
 func TestConcurrentQueries(t *testing.T) {
 	leakCheck(t)
 	ms := &memStore{objects: randomObjects(14, 30, 4<<10), delay: func(string, int64) time.Duration { return time.Millisecond }}
-	s := newScheduler(t, iosched.Options{Parallelism: 5, RequestSize: 1000})
+	// No hedges: they run beside the 5 workers (Options.NoHedge), and a GET
+	// slowed past the hedge floor by a busy machine would be one.
+	s := newScheduler(t, iosched.Options{Parallelism: 5, RequestSize: 1000, NoHedge: true})
 	var wg sync.WaitGroup
 	for q := range 8 {
 		wg.Go(func() {

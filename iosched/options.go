@@ -23,6 +23,7 @@ const (
 	DefaultHedgeMinSamples  = 20
 	DefaultHedgeFraction    = 0.05
 	DefaultAIMDInterval     = 500 * time.Millisecond
+	DefaultRetryBudget      = 500
 )
 
 // Options configure a Scheduler. A zero Options is valid and means the
@@ -37,8 +38,15 @@ type Options struct {
 	// most this many bytes apart (and fit in RequestSize) into one GET;
 	// negative disables merging.
 	CoalesceGap int64
-	// Retries is how many times a failed GET is retried; negative means never.
+	// Retries is how many times a GET that failed with a server error
+	// (5xx other than 503) is retried; negative means never retry anything.
+	// Throttled (429, 503), reset and timed-out GETs are retried while the
+	// retry budget lasts instead (at most 20 attempts each).
 	Retries int
+	// RetryBudget is the capacity in tokens of the retry budget: a retry of
+	// a throttled or reset GET costs 5, of a timed-out one 10, and every GET
+	// that succeeds at once gives 1 back. Negative means unlimited.
+	RetryBudget int
 	// Backoff and MaxBackoff bound the exponential back-off between retries
 	// (the n-th retry waits between d/2 and d, d = min(MaxBackoff, Backoff·2ⁿ⁻¹)).
 	Backoff, MaxBackoff time.Duration
@@ -98,6 +106,9 @@ func (o Options) withDefaults() Options {
 	if o.HedgeFraction <= 0 {
 		o.HedgeFraction = DefaultHedgeFraction
 	}
+	if o.RetryBudget == 0 {
+		o.RetryBudget = DefaultRetryBudget
+	}
 	if o.AIMDInterval <= 0 {
 		o.AIMDInterval = DefaultAIMDInterval
 	}
@@ -113,6 +124,9 @@ var (
 	ErrTimeout   = errors.New("timeout")                   // no first byte, or no byte for too long
 	ErrClosed    = errors.New("iosched: scheduler closed") // Submit after Close, or Close during a batch
 	ErrInvalid   = errors.New("invalid request")           // a negative offset
+	// ErrRetryBudget is wrapped beside the cause when a GET was not retried
+	// because the retry budget was empty: the store kept failing.
+	ErrRetryBudget = errors.New("retry budget exhausted")
 )
 
 // RequestError is the error of one submitted request. Its message names the

@@ -68,24 +68,31 @@ func (h Histogram) Quantile(q float64) time.Duration {
 // Stats is a snapshot of a scheduler's counters since it was created.
 type Stats struct {
 	Parallelism int // max_parallel_io now
-	Limit       int // effective parallelism after AIMD back-off, ≤ Parallelism
+	Limit       int // effective parallelism after throttling, ≤ Parallelism
+	LimitMin    int // the lowest Limit since the scheduler was created
 	InFlight    int // worker slots busy now
 	Hedging     int // hedged GETs running now (beyond InFlight)
 	Queued      int // GETs waiting for a worker
 	Backoff     int // GETs waiting to be retried
 
-	Requests     int64 // requests submitted by callers
-	Failed       int64 // requests that failed (not counting cancellations)
-	Canceled     int64 // requests canceled before they completed
-	Issued       int64 // GETs sent to stores, hedges and retries included
-	Bytes        int64 // body bytes read from stores
-	Retries      int64
-	Throttled    int64 // answers that asked to slow down (429, 503)
-	Decreases    int64 // times AIMD halved the limit
-	HedgesIssued int64
-	HedgesWon    int64 // hedges that answered first
-	Splits       int64 // extra GETs created by splitting large requests
-	Coalesced    int64 // requests served by another request's GET
+	Requests  int64 // requests submitted by callers
+	Failed    int64 // requests that failed (not counting cancellations)
+	Canceled  int64 // requests canceled before they completed
+	Issued    int64 // GETs sent to stores, hedges and retries included
+	Bytes     int64 // body bytes read from stores
+	Retries   int64
+	Throttled int64 // answers that asked to slow down (429, 503)
+	Decreases int64 // times throttling cut the limit
+	Undos     int64 // cuts taken back: the throttling did not follow our load
+	// BackgroundThrottle is the learned share of answers throttled whatever
+	// the load (random throttling), which the limit does not react to.
+	BackgroundThrottle float64
+	RetryTokens        int   // tokens left in the retry budget
+	BudgetFailures     int64 // GETs failed because the retry budget was empty
+	HedgesIssued       int64
+	HedgesWon          int64 // hedges that answered first
+	Splits             int64 // extra GETs created by splitting large requests
+	Coalesced          int64 // requests served by another request's GET
 
 	QueueWait Histogram // from queueing (or re-queueing) to a worker taking it
 	Latency   Histogram // of successful GETs, from sending to the last byte
@@ -117,13 +124,16 @@ type BatchStats struct {
 	Splits       int64
 	Coalesced    int64
 	QueueWait    time.Duration // summed over GETs
+	Throttled    int64         // throttled answers (429, 503)
+	LimitMin     int           // lowest effective parallelism while the batch ran
 }
 
 // latencies keeps recent GET latencies per size class (power of two of the
 // length) and answers their 95th percentile for hedging.
 type latencies struct {
-	mu      sync.Mutex
-	classes [64]latencyClass
+	mu        sync.Mutex
+	classes   [64]latencyClass
+	firstByte latencyClass // time to the first body byte, all sizes
 }
 
 const latencyWindow = 128
@@ -132,8 +142,8 @@ type latencyClass struct {
 	ring  [latencyWindow]time.Duration
 	n     int // samples held, ≤ latencyWindow
 	next  int
-	p95   time.Duration
-	stale int // samples added since p95 was computed
+	p95v  time.Duration
+	stale int // samples added since p95v was computed
 }
 
 func sizeClass(length int64) int {
@@ -157,6 +167,31 @@ func (l *latencies) add(length int64, d time.Duration) {
 	c.stale++
 }
 
+func (l *latencies) addFirstByte(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := &l.firstByte
+	c.ring[c.next] = d
+	c.next = (c.next + 1) % latencyWindow
+	if c.n < latencyWindow {
+		c.n++
+	}
+	c.stale++
+}
+
+// stallGap is how long a body may send nothing before its GET counts as
+// stalled: the p95 of the time to the first byte (a server that answers
+// within that usually keeps its body flowing), at least floor; floor
+// alone while fewer than minSamples first bytes were seen.
+func (l *latencies) stallGap(floor time.Duration, minSamples int) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.firstByte.n < minSamples {
+		return floor
+	}
+	return max(floor, l.firstByte.p95())
+}
+
 // threshold returns how long a GET of length bytes may run before it is
 // hedged, and false while the class has fewer than minSamples samples.
 func (l *latencies) threshold(length int64, floor time.Duration, minSamples int) (time.Duration, bool) {
@@ -166,13 +201,90 @@ func (l *latencies) threshold(length int64, floor time.Duration, minSamples int)
 	if c.n < minSamples {
 		return 0, false
 	}
-	// Recompute the percentile every 16 samples: sorting 128 durations per
-	// GET would cost more than it tells.
-	if c.stale >= 16 || c.p95 == 0 {
+	return max(floor, c.p95()), true
+}
+
+// p95 returns the class's 95th percentile. It is recomputed every 16
+// samples: sorting 128 durations per GET would cost more than it tells.
+func (c *latencyClass) p95() time.Duration {
+	if c.stale >= 16 || c.p95v == 0 {
 		s := slices.Clone(c.ring[:c.n])
 		slices.Sort(s)
-		c.p95 = s[(len(s)*95)/100]
+		c.p95v = s[(len(s)*95)/100]
 		c.stale = 0
 	}
-	return max(floor, c.p95), true
+	return c.p95v
+}
+
+// Model is what the scheduler has learned of its store: the time a GET
+// waits for the store's answer (its headers), and how fast one GET's body
+// then arrives.
+// Callers weigh extra round trips against bytes with it.
+type Model struct {
+	Latency   time.Duration // time to the answer's headers (an EMA)
+	Bandwidth float64       // body bytes per second of one GET (an EMA over GETs of at least modelMinBytes)
+	Samples   int64         // GETs measured
+}
+
+// Priors of Model before any GET was measured.
+const (
+	priorLatency   = 20 * time.Millisecond
+	priorBandwidth = 100e6
+	modelMinBytes  = 32 << 10 // smaller bodies say more about latency than bandwidth
+	modelAlpha     = 0.1
+)
+
+// model learns a Model from finished GETs.
+type model struct {
+	mu sync.Mutex
+	m  Model
+	bw int64 // bandwidth samples
+}
+
+// add learns from a GET whose headers came after headers and whose n body
+// bytes were all in after total.
+func (l *model) add(headers, total time.Duration, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m.Samples == 0 {
+		l.m.Latency = headers
+	} else {
+		l.m.Latency += time.Duration(modelAlpha * float64(headers-l.m.Latency))
+	}
+	l.m.Samples++
+	if body := total - headers; n >= modelMinBytes && body > 0 {
+		bw := float64(n) / body.Seconds()
+		if l.bw == 0 {
+			l.m.Bandwidth = bw
+		} else {
+			l.m.Bandwidth += modelAlpha * (bw - l.m.Bandwidth)
+		}
+		l.bw++
+	}
+}
+
+func (l *model) get() Model {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.m
+	if m.Samples == 0 {
+		m.Latency = priorLatency
+	}
+	if l.bw == 0 {
+		m.Bandwidth = priorBandwidth
+	}
+	return m
+}
+
+// hedgeAfter is how long a GET of length bytes may run before it is hedged
+// while its size class has too few samples for a percentile: four times
+// what the model expects it to take, at least floor; false before any GET
+// was measured.
+func (l *model) hedgeAfter(length int64, floor time.Duration) (time.Duration, bool) {
+	m := l.get()
+	if m.Samples == 0 {
+		return 0, false
+	}
+	expect := m.Latency + time.Duration(float64(length)/m.Bandwidth*float64(time.Second))
+	return max(floor, 4*expect), true
 }

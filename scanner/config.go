@@ -42,6 +42,10 @@ type Config struct {
 	// Trace, when set, is a path for a Chrome-trace JSON of the scan.
 	Trace string
 
+	// Process, if set, is shared by the process's scans: its memory limit
+	// is the parent of this scan's budget. Nil: the scan's budget alone.
+	Process *Process
+
 	Allocator memory.Allocator // for decoded buffers; nil means memory.DefaultAllocator
 	// DebugPanic makes the scan panic at a stage ("bind" or "next"). Tests use
 	// it to prove that a panic becomes a DuckDB error instead of a crash.

@@ -52,14 +52,18 @@ func FuzzReadIPCColumns(f *testing.F) {
 			}
 			return fetchFrom(data, &served)(rs)
 		}
-		schema, batches, _, err := readIPCColumns(int64(len(data)), []int{int(col) % 8}, fetch, mem)
-		if err == nil {
-			if int(col)%8 >= len(schema.Fields()) {
-				t.Fatalf("column %d of %d fields read without error", col%8, len(schema.Fields()))
+		// Without a plan, and with one learned from the bytes themselves
+		// (the learner must take garbage too).
+		for _, plan := range []ipcReadPlan{{}, learnReadPlan(data)} {
+			schema, batches, _, _, err := readIPCColumnsPlan(int64(len(data)), plan, []int{int(col) % 8}, fetch, mem)
+			if err == nil {
+				if int(col)%8 >= len(schema.Fields()) {
+					t.Fatalf("column %d of %d fields read without error", col%8, len(schema.Fields()))
+				}
+				releaseAll(batches)
 			}
-			releaseAll(batches)
+			mem.AssertSize(t, 0)
 		}
-		mem.AssertSize(t, 0)
 	})
 }
 

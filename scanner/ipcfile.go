@@ -650,9 +650,10 @@ const tailGuess = 64 << 10
 // ipcFileLayout is an IPC file's footer and the parsed metadata of every
 // record batch, with each batch's column layouts.
 type ipcFileLayout struct {
-	footer  *ipcFooter
-	batches []*ipcBatch
-	layouts [][]columnLayout
+	footerLen int64 // bytes of the footer flatbuffer
+	footer    *ipcFooter
+	batches   []*ipcBatch
+	layouts   [][]columnLayout
 }
 
 // readIPCLayout reads the footer and the metadata of every batch of the IPC
@@ -661,61 +662,153 @@ type ipcFileLayout struct {
 // path.
 func readIPCLayout(size int64, fetch fetchFunc) (*ipcFileLayout, int64, error) {
 	var wire int64
-	get := func(rs []ipcRange) ([][]byte, error) {
+	get := countingFetch(fetch, &wire)
+	footer, footerLen, err := readIPCFooter(size, tailGuess, get)
+	if err != nil {
+		return nil, wire, err
+	}
+	metas, err := get(metaRanges(footer))
+	if err != nil {
+		return nil, wire, err
+	}
+	l, err := parseLayout(footer, footerLen, metas)
+	return l, wire, err
+}
+
+// countingFetch is fetch adding the bytes it returns to *wire.
+func countingFetch(fetch fetchFunc, wire *int64) fetchFunc {
+	return func(rs []ipcRange) ([][]byte, error) {
 		out, err := fetch(rs)
 		for _, b := range out {
-			wire += int64(len(b))
+			*wire += int64(len(b))
 		}
 		return out, err
 	}
+}
+
+// readIPCFooter reads the footer of the IPC file of size bytes: its last
+// tail bytes first, and the rest of a longer footer after. It checks that
+// every batch lies in the file and returns the footer's length too.
+func readIPCFooter(size, tail int64, get fetchFunc) (*ipcFooter, int64, error) {
 	if size < ipcTrailerLen+8 {
 		return nil, 0, fmt.Errorf("%w: %d bytes is too small for an Arrow IPC file", ErrBadChunk, size)
 	}
-	tailLen := min(size, tailGuess)
-	tail, err := get([]ipcRange{{size - tailLen, tailLen}})
+	tailLen := min(size, max(tail, ipcTrailerLen+8))
+	got, err := get([]ipcRange{{size - tailLen, tailLen}})
 	if err != nil {
-		return nil, wire, err
+		return nil, 0, err
 	}
-	footerLen, err := parseTrailer(tail[0][len(tail[0])-ipcTrailerLen:], size)
+	footerLen, err := parseTrailer(got[0][len(got[0])-ipcTrailerLen:], size)
 	if err != nil {
-		return nil, wire, err
+		return nil, 0, err
 	}
 	var footerBytes []byte
 	if footerLen+ipcTrailerLen <= tailLen {
-		end := int64(len(tail[0])) - ipcTrailerLen
-		footerBytes = tail[0][end-footerLen : end]
+		end := int64(len(got[0])) - ipcTrailerLen
+		footerBytes = got[0][end-footerLen : end]
 	} else {
 		more, err := get([]ipcRange{{size - ipcTrailerLen - footerLen, footerLen}})
 		if err != nil {
-			return nil, wire, err
+			return nil, 0, err
 		}
 		footerBytes = more[0]
 	}
 	footer, err := parseFooter(footerBytes)
 	if err != nil {
-		return nil, wire, err
+		return nil, 0, err
 	}
-	metaRanges := make([]ipcRange, len(footer.Batches))
 	for i, b := range footer.Batches {
 		if b.Offset > size || b.MetaLen > size-b.Offset || b.BodyLen > size-b.Offset-b.MetaLen {
-			return nil, wire, fmt.Errorf("%w: record batch %d at %d+%d+%d is beyond the file's %d bytes", ErrBadChunk, i, b.Offset, b.MetaLen, b.BodyLen, size)
+			return nil, 0, fmt.Errorf("%w: record batch %d at %d+%d+%d is beyond the file's %d bytes", ErrBadChunk, i, b.Offset, b.MetaLen, b.BodyLen, size)
 		}
-		metaRanges[i] = ipcRange{b.Offset, b.MetaLen}
 	}
-	metas, err := get(metaRanges)
-	if err != nil {
-		return nil, wire, err
+	return footer, footerLen, nil
+}
+
+// metaRanges are the metadata ranges of the footer's batches.
+func metaRanges(footer *ipcFooter) []ipcRange {
+	out := make([]ipcRange, len(footer.Batches))
+	for i, b := range footer.Batches {
+		out[i] = ipcRange{b.Offset, b.MetaLen}
 	}
-	l := &ipcFileLayout{footer: footer, batches: make([]*ipcBatch, len(metas)), layouts: make([][]columnLayout, len(metas))}
+	return out
+}
+
+// parseLayout parses the batches' metadata and lays out their columns.
+func parseLayout(footer *ipcFooter, footerLen int64, metas [][]byte) (*ipcFileLayout, error) {
+	l := &ipcFileLayout{footerLen: footerLen, footer: footer, batches: make([]*ipcBatch, len(metas)), layouts: make([][]columnLayout, len(metas))}
 	for i, m := range metas {
+		var err error
 		if l.batches[i], err = parseBatchMessage(m); err != nil {
-			return nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+			return nil, fmt.Errorf("record batch %d: %w", i, err)
 		}
 		if l.layouts[i], err = layoutColumns(footer.Schema, l.batches[i]); err != nil {
-			return nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+			return nil, fmt.Errorf("record batch %d: %w", i, err)
 		}
 	}
-	return l, wire, nil
+	return l, nil
+}
+
+// colSpan is where one column's buffers sit in a record batch's body, as
+// shares of the body's length: [lo, hi).
+type colSpan struct{ lo, hi float64 }
+
+// ipcReadPlan is what a projected read knows before it starts, learned
+// from a chunk read earlier (the first one): how much of the file's end to
+// read first, and where each column (by schema field) sits in a body.
+// A zero plan knows nothing: the tail is tailGuess, and the columns'
+// ranges wait for the batches' metadata.
+type ipcReadPlan struct {
+	tail  int64
+	spans []colSpan
+}
+
+// learnReadPlan measures the IPC file in data; a zero plan for anything
+// that is not an IPC file without dictionaries.
+func learnReadPlan(data []byte) ipcReadPlan {
+	if int64(len(data)) < ipcTrailerLen+8 || !bytes.HasPrefix(data, ipcFileMagic) {
+		return ipcReadPlan{}
+	}
+	var served int64
+	l, _, err := readIPCLayout(int64(len(data)), fetchFrom(data, &served))
+	if err != nil {
+		return ipcReadPlan{}
+	}
+	spans := make([]colSpan, len(l.footer.Schema.Fields()))
+	for c := range spans {
+		spans[c] = colSpan{lo: 1, hi: 0}
+	}
+	for i, rb := range l.batches {
+		body := float64(l.footer.Batches[i].BodyLen)
+		if body <= 0 {
+			continue
+		}
+		for c, cl := range l.layouts[i] {
+			r := columnRange(rb, cl)
+			if r.Length == 0 {
+				continue
+			}
+			spans[c].lo = min(spans[c].lo, float64(r.Offset)/body)
+			spans[c].hi = max(spans[c].hi, float64(r.Offset+r.Length)/body)
+		}
+	}
+	return ipcReadPlan{tail: l.footerLen + l.footerLen/4 + 1<<10 + ipcTrailerLen, spans: spans}
+}
+
+// predict returns the byte range (in the file) a batch whose body starts
+// at body and is bodyLen long probably holds column c's buffers in, with a
+// margin; false when the plan does not know.
+func (p ipcReadPlan) predict(c int, body, bodyLen int64) (ipcRange, bool) {
+	if c >= len(p.spans) || p.spans[c].hi <= p.spans[c].lo {
+		return ipcRange{}, false
+	}
+	margin := bodyLen/64 + 512
+	lo := max(0, int64(p.spans[c].lo*float64(bodyLen))-margin)
+	hi := min(bodyLen, int64(p.spans[c].hi*float64(bodyLen))+margin)
+	if hi <= lo {
+		return ipcRange{}, false
+	}
+	return ipcRange{body + lo, hi - lo}, true
 }
 
 // readIPCColumns reads columns cols (schema field indexes, in output order)
@@ -724,33 +817,89 @@ func readIPCLayout(size int64, fetch fetchFunc) (*ipcFileLayout, int64, error) {
 // the file's full schema, batches holding just cols, and the bytes fetched.
 // errDictionaries means the file needs the whole-chunk path.
 func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, error) {
-	l, wire, err := readIPCLayout(size, fetch)
-	if err != nil {
-		return nil, nil, wire, err
+	schema, batches, wire, _, err := readIPCColumnsPlan(size, ipcReadPlan{}, cols, fetch, mem)
+	return schema, batches, wire, err
+}
+
+// readIPCColumnsPlan is readIPCColumns with what plan knows: its tail read
+// fetches the footer at once, and the batches' metadata go out in one round
+// with the byte ranges plan predicts for the columns (the scheduler merges
+// neighbours into one GET). When the metadata show a column's buffers
+// inside its predicted range, the file took two rounds; what a prediction
+// missed is fetched in a third. It also returns the footer's length (0 on
+// failure).
+func readIPCColumnsPlan(size int64, plan ipcReadPlan, cols []int, fetch fetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, int64, error) {
+	var wire int64
+	get := countingFetch(fetch, &wire)
+	tail := plan.tail
+	if tail <= 0 {
+		tail = tailGuess
 	}
-	footer, batches, layouts := l.footer, l.batches, l.layouts
+	footer, footerLen, err := readIPCFooter(size, tail, get)
+	if err != nil {
+		return nil, nil, wire, 0, err
+	}
 	for _, c := range cols {
 		if c < 0 || c >= len(footer.Schema.Fields()) {
-			return nil, nil, wire, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrBadChunk, len(footer.Schema.Fields()), c, footer.Schema)
+			return nil, nil, wire, 0, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrBadChunk, len(footer.Schema.Fields()), c, footer.Schema)
 		}
 	}
-	var bodyRanges []ipcRange
-	for i := range batches {
-		body := footer.Batches[i].Offset + footer.Batches[i].MetaLen
-		for _, c := range cols {
-			r := columnRange(batches[i], layouts[i][c])
-			if r.Offset+r.Length > footer.Batches[i].BodyLen {
-				return nil, nil, wire, fmt.Errorf("%w: record batch %d: column %d's buffers end past the body", ErrBadChunk, i, c)
+	// One round: every batch's metadata and the predicted column ranges.
+	nb := len(footer.Batches)
+	round := metaRanges(footer)
+	guess := make([]int, nb*len(cols)) // index in round of batch i's column j, -1: none
+	for i, b := range footer.Batches {
+		for j, c := range cols {
+			guess[i*len(cols)+j] = -1
+			if r, ok := plan.predict(c, b.Offset+b.MetaLen, b.BodyLen); ok {
+				guess[i*len(cols)+j] = len(round)
+				round = append(round, r)
 			}
-			bodyRanges = append(bodyRanges, ipcRange{body + r.Offset, r.Length})
 		}
 	}
-	data, err := fetch(bodyRanges)
-	for _, b := range data {
-		wire += int64(len(b))
-	}
+	got, err := get(round)
 	if err != nil {
-		return nil, nil, wire, err
+		return nil, nil, wire, 0, err
+	}
+	l, err := parseLayout(footer, footerLen, got[:nb])
+	if err != nil {
+		return nil, nil, wire, 0, err
+	}
+	// Each column's exact range, sliced from its prediction or fetched now.
+	exact := make([]ipcRange, nb*len(cols)) // body-relative
+	data := make([][]byte, nb*len(cols))
+	var missing []ipcRange
+	var missingAt []int
+	for i := range l.batches {
+		body := footer.Batches[i].Offset + footer.Batches[i].MetaLen
+		for j, c := range cols {
+			k := i*len(cols) + j
+			r := columnRange(l.batches[i], l.layouts[i][c])
+			if r.Offset+r.Length > footer.Batches[i].BodyLen {
+				return nil, nil, wire, 0, fmt.Errorf("%w: record batch %d: column %d's buffers end past the body", ErrBadChunk, i, c)
+			}
+			exact[k] = r
+			if r.Length == 0 {
+				continue // no bytes: nothing to fetch
+			}
+			abs := ipcRange{body + r.Offset, r.Length}
+			if g := guess[k]; g >= 0 && abs.Offset >= round[g].Offset && abs.Offset+abs.Length <= round[g].Offset+round[g].Length {
+				at := abs.Offset - round[g].Offset
+				data[k] = got[g][at : at+abs.Length]
+				continue
+			}
+			missing = append(missing, abs)
+			missingAt = append(missingAt, k)
+		}
+	}
+	if len(missing) > 0 {
+		more, err := get(missing)
+		if err != nil {
+			return nil, nil, wire, 0, err
+		}
+		for n, k := range missingAt {
+			data[k] = more[n]
+		}
 	}
 	fields := make([]arrow.Field, len(cols))
 	for j, c := range cols {
@@ -763,19 +912,17 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 			r.Release()
 		}
 	}
-	k := 0
-	for i, rb := range batches {
+	for i, rb := range l.batches {
 		arrs := make([]arrow.Array, len(cols))
 		for j, c := range cols {
-			at := bodyRanges[k].Offset - (footer.Batches[i].Offset + footer.Batches[i].MetaLen)
-			arr, err := assembleColumn(footer.Schema.Field(c), rb, layouts[i][c], data[k], at, mem)
-			k++
+			k := i*len(cols) + j
+			arr, err := assembleColumn(footer.Schema.Field(c), rb, l.layouts[i][c], data[k], exact[k].Offset, mem)
 			if err != nil {
 				for _, a := range arrs[:j] {
 					a.Release()
 				}
 				release()
-				return nil, nil, wire, fmt.Errorf("record batch %d: %w", i, err)
+				return nil, nil, wire, 0, fmt.Errorf("record batch %d: %w", i, err)
 			}
 			arrs[j] = arr
 			if n := int64(arr.Len()); n != rb.Length {
@@ -783,7 +930,7 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 					a.Release()
 				}
 				release()
-				return nil, nil, wire, fmt.Errorf("%w: record batch %d has %d rows, its column %q %d", ErrBadChunk, i, rb.Length, fields[j].Name, n)
+				return nil, nil, wire, 0, fmt.Errorf("%w: record batch %d has %d rows, its column %q %d", ErrBadChunk, i, rb.Length, fields[j].Name, n)
 			}
 		}
 		out = append(out, array.NewRecordBatch(projected, arrs, rb.Length))
@@ -791,5 +938,5 @@ func readIPCColumns(size int64, cols []int, fetch fetchFunc, mem memory.Allocato
 			a.Release()
 		}
 	}
-	return footer.Schema, out, wire, nil // every column passed validateData in assembleColumn
+	return footer.Schema, out, wire, footerLen, nil // every column passed validateData in assembleColumn
 }

@@ -149,3 +149,74 @@ func allFields(s *arrow.Schema) []int {
 	}
 	return out
 }
+
+// TestReadIPCColumnsPlan: with a plan learned from one chunk, a projected
+// read of another (different row counts) takes two rounds: the tail, then
+// the metadata with the predicted column ranges; it fetches fewer bytes
+// than the file and decodes the same values. A plan that predicts wrong
+// costs a third round, never a wrong answer.
+func TestReadIPCColumnsPlan(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 3, RowsPerChunk: 40000, BatchesPerChunk: 3, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// IPC files: (segment + chunk) even.
+	first, err := os.ReadFile(filepath.Join(dir, "chunks/segment=s0/chunk-0.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := learnReadPlan(first)
+	if plan.tail <= ipcTrailerLen || len(plan.spans) != 5 {
+		t.Fatalf("learned plan %+v", plan)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "chunks/segment=s0/chunk-2.arrow")) // 1,034 more rows
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	_, want, err := decodeIPC(data, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := ipcReadPlan{tail: 16, spans: []colSpan{{0.99, 1}, {0.99, 1}, {0.99, 1}, {0.99, 1}, {0.99, 1}}}
+	for _, c := range []struct {
+		name   string
+		plan   ipcReadPlan
+		cols   []int
+		rounds int
+	}{
+		{"learned, x", plan, []int{0}, 2},
+		{"learned, s and d", plan, []int{4, 2}, 2},
+		{"none, x", ipcReadPlan{}, []int{0}, 3},
+		{"wrong, x", wrong, []int{0}, 4}, // a short tail: the footer takes a round of its own
+	} {
+		var served int64
+		rounds := 0
+		fetch := func(rs []ipcRange) ([][]byte, error) {
+			rounds++
+			return fetchFrom(data, &served)(rs)
+		}
+		_, got, wire, footerLen, err := readIPCColumnsPlan(int64(len(data)), c.plan, c.cols, fetch, mem)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if rounds != c.rounds || wire != served || wire >= int64(len(data)) || footerLen <= 0 {
+			t.Errorf("%s: %d rounds (want %d), %d bytes of %d (served %d), footer %d", c.name, rounds, c.rounds, wire, len(data), served, footerLen)
+		}
+		for i := range got {
+			for j, col := range c.cols {
+				if !array.Equal(got[i].Column(j), want[i].Column(col)) {
+					t.Errorf("%s: batch %d column %d differs", c.name, i, col)
+				}
+			}
+			got[i].Release()
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: %d batches, want %d", c.name, len(got), len(want))
+		}
+	}
+	for _, w := range want {
+		w.Release()
+	}
+	mem.AssertSize(t, 0)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type Scan struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	budget *budget.Budget
+	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap is at most the knee
 	fields []int // plan fields to produce, in plan order
 	// projected: fetch only fields' buffers of IPC files.
 	projected bool
@@ -55,6 +57,11 @@ type Scan struct {
 
 	chunks, batches, rows, wire                                         atomic.Int64
 	requests, gets, retries, hedgesIssued, hedgesWon, splits, coalesced atomic.Int64
+	// IO path (iocost.go): round trips, projected chunks and the bytes
+	// their projection saved, throttled answers, the lowest limit seen,
+	// and the footer length the first projected chunk had.
+	roundTrips, projectedChunks, projectionSaved, throttled, limitMin, footerLen atomic.Int64
+	ipcPlan                                                                      ipcReadPlan // learned from the first chunk at Start; read-only after
 }
 
 // Start begins scanning. fields are the plan's field indexes the caller
@@ -70,21 +77,31 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s := &Scan{id: nextScanID.Add(1), plan: p, start: time.Now(), fields: fields,
 		slots: make(chan struct{}, maxChunksInFlight)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
-	p.firstMu.Lock()
-	first := p.first
-	p.firstMu.Unlock()
-	s.estimate = int64(len(first))
-	s.projected = p.shouldProject(fields)
+	s.estimate = p.firstLen
+	s.projected = s.planProjection(fields)
 
-	var total int64
+	var total, largest int64
 	for i := range p.Chunks {
-		total += s.wireEstimate(&p.Chunks[i])
+		n := s.wireEstimate(&p.Chunks[i])
+		total += n
+		largest = max(largest, n)
 	}
 	capacity := p.cfg.MemoryBudget
 	if capacity <= 0 {
 		capacity = budget.Size(total, p.cfg.BudgetFraction, 0, 0)
 	}
-	s.budget = budget.New(capacity)
+	if p.cfg.Process != nil {
+		capacity = min(capacity, p.cfg.Process.Memory.Stats().Cap)
+	}
+	s.limit = capacity
+	// A reservation is the chunk's length and nothing more until the budget
+	// has measured a decoded/wire ratio: an uncompressed chunk (the common
+	// case) decodes into the bytes it was fetched in.
+	opts := []budget.Option{budget.WithMultiplier(1)}
+	if p.cfg.Process != nil {
+		opts = append(opts, budget.WithParent(p.cfg.Process.Memory))
+	}
+	s.budget = budget.New(capacity, opts...)
 	s.ready = newReadyQueue(len(p.Chunks), p.cfg.Ordered)
 	context.AfterFunc(s.ctx, s.ready.wake)
 
@@ -94,9 +111,13 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		return nil, err
 	}
 	if p.cfg.MaxParallelIO > 0 {
-		sched.SetParallelism(p.cfg.MaxParallelIO)
+		// The query's own share of the domain's workers; other queries
+		// keep theirs.
+		sched.EnsureParallelism(p.cfg.MaxParallelIO)
+		sched.SetQueryLimit(s.id, p.cfg.MaxParallelIO)
 	}
 	s.sched, s.ioStart = sched, sched.Stats()
+	s.budget.SetCap(min(capacity, knee(largest, s.ioStart.Parallelism, p.cfg.RequestSize)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		traceMux.add(s.id, s.trace)
@@ -106,6 +127,27 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	go s.planChunks()
 	return s, nil
 }
+
+// knee is the most a scan holds at once, whatever its budget allows: what
+// keeps decoding and IO busy, and no more. More would not be faster: each
+// byte beyond it is memory the pool must fault in instead of reusing
+// (measured on local files and versitygw: 128 MiB, 512 MiB and 1 GiB budgets
+// were slower than the knee, see test/bench/scan). It is the largest of
+// budget.DefaultMin, a chunk in use per core plus two being fetched and
+// decoded, and min(max_parallel_io, kneeParallelism) requests of up to
+// request_size in flight (with largest the largest chunk's wire estimate).
+func knee(largest int64, parallelism int, requestSize int64) int64 {
+	if requestSize <= 0 {
+		requestSize = iosched.DefaultRequestSize
+	}
+	cpu := int64(runtime.GOMAXPROCS(0)+2) * largest
+	io := int64(min(parallelism, kneeParallelism)) * min(requestSize, largest)
+	return max(budget.DefaultMin, cpu, io)
+}
+
+// kneeParallelism bounds the requests the knee keeps in flight: 16 GETs of
+// 8 MiB outrun what two cores decode and copy into DuckDB.
+const kneeParallelism = 16
 
 // shouldProject decides whether reading only fields' buffers pays.
 func (p *Plan) shouldProject(fields []int) bool {
@@ -130,7 +172,8 @@ func (s *Scan) wireEstimate(c *Chunk) int64 {
 		for _, f := range s.fields {
 			need += s.plan.colBytes[f]
 		}
-		n = int64(float64(n)*float64(need)/float64(s.plan.bodyLen)) + tailGuess
+		// Never more than the whole chunk: a small file is read whole.
+		n = min(n, int64(float64(n)*float64(need)/float64(s.plan.bodyLen))+tailGuess)
 	}
 	return max(n, 1)
 }
@@ -191,10 +234,13 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 	defer func() { <-s.slots }()
 	defer s.guard()
 	c := &s.plan.Chunks[i]
-	mem := &countingAllocator{Allocator: s.plan.cfg.Allocator}
+	// Buffers above budget.PoolMin, fetched or decoded, come from the
+	// budget's pool: memory earlier chunks already faulted in.
+	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease}
 	batches, cols, retained, err := s.load(c, mem)
 	if err != nil {
-		lease.Close()
+		// A failed fetch may still be writing into the lease's buffer.
+		lease.Abandon()
 		if s.ctx.Err() == nil {
 			var ce *ChunkError
 			if !errors.As(err, &ce) {
@@ -205,7 +251,9 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 		return
 	}
 	actual := mem.live.Load() + retained
+	mem.committed.Store(true)
 	lease.Commit(actual)
+	lease.Recycle(mem.recycle) // after the Commit, so the budget never shows less than is held
 	s.trace.budget(s.budget)
 	s.chunks.Add(1)
 	out := make([]*Batch, 0, len(batches))
@@ -241,7 +289,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 // field → column map for them (nil: the plan's schema), and the wire bytes
 // the batches keep referencing (zero-copy decode).
 func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
-	if s.projected {
+	if s.chunkProjects(c) {
 		return s.loadColumns(c, mem)
 	}
 	return s.loadWhole(c, mem)
@@ -255,9 +303,17 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		data, s.plan.first = s.plan.first, nil
 		s.plan.firstMu.Unlock()
 	}
+	var lease *budget.Lease
+	if ca, ok := mem.(*countingAllocator); ok {
+		lease = ca.lease
+	}
+	var into []byte
 	if data == nil {
+		if n := c.wireLength(); n > 0 && lease != nil {
+			into = lease.Buffer(int(n)) // the lease's until it closes
+		}
 		var err error
-		if data, err = s.plan.fetchWhole(c, s.id, s.submit); err != nil {
+		if data, err = s.plan.fetchWhole(c, s.id, into, s.submit); err != nil {
 			return nil, nil, 0, err
 		}
 	}
@@ -269,6 +325,11 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	var retained int64
 	if bytes.HasPrefix(data, ipcFileMagic) {
 		retained = int64(len(data)) // the file reader slices its buffers out of data
+		if len(data) > 0 && len(into) > 0 && &data[0] == &into[0] {
+			retained = int64(cap(into)) // the pooled buffer, rounded up to its class
+		}
+	} else if ca, ok := mem.(*countingAllocator); ok {
+		ca.recycle = data // a stream's batches were copied out of data
 	}
 	if s.plan.cfg.UnionByName {
 		out, err := conform(schema, batches, s.plan.Schema, mem)
@@ -311,8 +372,13 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		}
 		return s.submit(sched, reqs)
 	}
-	schema, batches, wire, err := readIPCColumns(size, s.fields, fetch, mem)
+	plan := s.ipcPlan
+	plan.tail = s.tailWant()
+	schema, batches, wire, footerLen, err := readIPCColumnsPlan(size, plan, s.fields, fetch, mem)
 	s.wire.Add(wire)
+	if footerLen > 0 {
+		s.footerLen.CompareAndSwap(0, footerLen)
+	}
 	if errors.Is(err, errDictionaries) || errors.Is(err, errNotIPCFile) {
 		return s.loadWhole(c, mem) // dictionaries, or a stream: read it whole
 	}
@@ -329,6 +395,8 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	for j, f := range s.fields {
 		cols[f] = j
 	}
+	s.projectedChunks.Add(1)
+	s.projectionSaved.Add(max(0, size-wire))
 	return batches, cols, wire, nil
 }
 
@@ -344,6 +412,13 @@ func (s *Scan) submit(sched *iosched.Scheduler, reqs []iosched.Request) ([][]byt
 	s.hedgesWon.Add(st.HedgesWon)
 	s.splits.Add(st.Splits)
 	s.coalesced.Add(st.Coalesced)
+	s.roundTrips.Add(1)
+	s.throttled.Add(st.Throttled)
+	for cur := s.limitMin.Load(); (cur == 0 || int64(st.LimitMin) < cur) && st.LimitMin > 0; cur = s.limitMin.Load() {
+		if s.limitMin.CompareAndSwap(cur, int64(st.LimitMin)) {
+			break
+		}
+	}
 	return data, err
 }
 
@@ -356,6 +431,9 @@ func conform(schema *arrow.Schema, batches []arrow.RecordBatch, plan *arrow.Sche
 		for i, f := range plan.Fields() {
 			if j := schema.FieldIndices(f.Name); len(j) > 0 {
 				if !arrow.TypeEqual(schema.Field(j[0]).Type, f.Type) {
+					for _, c := range cols[:i] { // this batch's columns built so far
+						c.Release()
+					}
 					releaseAll(batches)
 					releaseAll(out)
 					return nil, fmt.Errorf("%w: column %q is %s, not %s as in the other chunks", ErrBadChunk, f.Name, schema.Field(j[0]).Type, f.Type)
@@ -397,6 +475,14 @@ func (s *Scan) Close() {
 		s.ready.close() // batches queued while the goroutines wound down
 		s.end = time.Now()
 		s.ioEnd = s.sched.Stats()
+		s.sched.SetQueryLimit(s.id, 0)
+		// The registry keeps finished scans: they must not pin memory. The
+		// first chunk's bytes (if this scan did not use them) are fetched
+		// again by a later Start; the pool's free buffers go to the collector.
+		s.plan.firstMu.Lock()
+		s.plan.first = nil
+		s.plan.firstMu.Unlock()
+		s.budget.ClosePool()
 		s.closed.Store(true)
 		if s.trace != nil {
 			traceMux.remove(s.id)
@@ -419,9 +505,14 @@ func (s *Scan) Stats() Stats {
 		Requests: s.requests.Load(), GETs: s.gets.Load(), Retries: s.retries.Load(),
 		HedgesIssued: s.hedgesIssued.Load(), HedgesWon: s.hedgesWon.Load(),
 		Splits: s.splits.Load(), Coalesced: s.coalesced.Load(),
-		IOUtilization: io.Utilization(s.ioStart), Parallelism: io.Parallelism,
+		IOUtilization: io.Utilization(s.ioStart), Parallelism: s.share(io.Parallelism),
 		ProjectedIO: s.projected,
 		Budget:      s.budget.Stats(),
+		RoundTrips:  s.roundTrips.Load(), ProjectedChunks: s.projectedChunks.Load(),
+		ProjectionSaved: s.projectionSaved.Load(), Throttled: s.throttled.Load(),
+		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
+		BudgetLimit: s.limit,
+		Pool:        s.budget.PoolStats(),
 	}
 }
 
@@ -519,24 +610,43 @@ func (b *Batch) Close() {
 	b.cl.mu.Unlock()
 }
 
-// countingAllocator counts the bytes an allocator holds for one chunk.
+// countingAllocator counts the bytes an allocator holds for one chunk. It
+// carries the chunk's lease (nil outside a scan), whose pooled buffers the
+// chunk's fetch fills, and, until the lease is committed, charges it each
+// allocation as it happens: a chunk being decoded holds its fetched bytes
+// and its decoded ones at once, and the budget shows both.
 type countingAllocator struct {
 	memory.Allocator
-	live atomic.Int64
+	live      atomic.Int64
+	lease     *budget.Lease
+	committed atomic.Bool
+	recycle   []byte // the fetched bytes, once decoded into other memory
 }
 
+// The counts are of capacities: a pooled buffer is rounded up to its class,
+// and those are the bytes held.
 func (a *countingAllocator) Allocate(n int) []byte {
-	a.live.Add(int64(n))
-	return a.Allocator.Allocate(n)
+	b := a.Allocator.Allocate(n)
+	a.grew(int64(cap(b)))
+	return b
 }
 
 func (a *countingAllocator) Reallocate(n int, b []byte) []byte {
-	a.live.Add(int64(n - len(b)))
-	return a.Allocator.Reallocate(n, b)
+	was := cap(b)
+	b = a.Allocator.Reallocate(n, b)
+	a.grew(int64(cap(b) - was))
+	return b
+}
+
+func (a *countingAllocator) grew(n int64) {
+	a.live.Add(n)
+	if n > 0 && a.lease != nil && !a.committed.Load() {
+		a.lease.Grow(n) // the Commit replaces the whole charge
+	}
 }
 
 func (a *countingAllocator) Free(b []byte) {
-	a.live.Add(-int64(len(b)))
+	a.live.Add(-int64(cap(b)))
 	a.Allocator.Free(b)
 }
 

@@ -34,6 +34,9 @@ type Plan struct {
 	// handed to the first Start so it is not fetched twice.
 	firstMu sync.Mutex
 	first   []byte
+	// firstLen is len(first) as fetched: the wire estimate of chunks of
+	// unknown length, for every Start (first is cleared once used).
+	firstLen int64
 	// fileLayout is the first chunk's per-column byte counts when it is an
 	// IPC file without dictionaries (nil otherwise): the basis for deciding
 	// whether reading only some columns pays.
@@ -64,7 +67,7 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, &ChunkError{Chunk: &chunks[0], Err: err}
 	}
 	releaseAll(batches)
-	p.Schema, p.first = schema, data
+	p.Schema, p.first, p.firstLen = schema, data, int64(len(data))
 	p.colBytes, p.bodyLen = columnBytes(data)
 	if cfg.UnionByName && len(chunks) > 1 {
 		if err := p.unionSchemas(ctx); err != nil {
@@ -78,7 +81,8 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 // scheduler's Fetch at bind, the scan's accounted submit later). A known
 // length is asked for exactly: one buffer of the right size, and the
 // scheduler can split the range into parallel parts.
-func (p *Plan) fetchWhole(c *Chunk, query uint64, run func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)) ([]byte, error) {
+// into, if long enough, receives the bytes (see iosched.Request.Buffer).
+func (p *Plan) fetchWhole(c *Chunk, query uint64, into []byte, run func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)) ([]byte, error) {
 	if c.Size == 0 {
 		return nil, &ChunkError{Chunk: c, Err: fmt.Errorf("%w: the object is empty", ErrBadChunk)}
 	}
@@ -87,7 +91,7 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, run func(*iosched.Scheduler, [
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
 	data, err := run(sched, []iosched.Request{{Store: st, Name: name, Offset: c.Offset, Length: c.wireLength(),
-		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}}})
+		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}, Buffer: into}})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
@@ -96,7 +100,7 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, run func(*iosched.Scheduler, [
 
 // fetchAtBind is fetchWhole before any scan runs.
 func (p *Plan) fetchAtBind(ctx context.Context, c *Chunk) ([]byte, error) {
-	return p.fetchWhole(c, 0, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+	return p.fetchWhole(c, 0, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
 		return s.Fetch(ctx, reqs)
 	})
 }
@@ -179,4 +183,23 @@ type Stats struct {
 	ProjectedIO   bool // only the selected columns' bytes were fetched
 
 	Budget budget.Stats
+
+	// RoundTrips counts the scan's sequential waves of requests, summed
+	// over its chunks (a whole read is 1, a projected one up to 3).
+	RoundTrips int64
+	// ProjectedChunks were read column by column; ProjectionSaved is the
+	// bytes of theirs that were not fetched.
+	ProjectedChunks, ProjectionSaved int64
+	// Throttled counts the 429/503 answers the scan's GETs got.
+	Throttled int64
+	// LimitMin and LimitFinal are the domain's throttling limit on
+	// requests in flight: the lowest seen by the scan's requests, and the
+	// limit at its end.
+	LimitMin, LimitFinal int
+	// BudgetLimit is the ceiling of the budget (memory_budget, its default,
+	// or the process limit): its cap is the smaller of it and the knee,
+	// what keeps IO and decoding busy.
+	BudgetLimit int64
+	// Pool is the budget's buffer pool: buffers allocated and reused.
+	Pool budget.PoolStats
 }

@@ -5,19 +5,25 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/test/datagen"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitTimeout bounds every wait for another goroutine in these tests.
+const waitTimeout = 10 * time.Second
 
 // startScan binds cfg and starts a scan of fields (nil: all).
 func startScan(t *testing.T, cfg Config, fields []int) *Scan {
@@ -288,6 +294,17 @@ func drain(t *testing.T, scan *Scan, threads int, slow time.Duration) (map[strin
 	return rows, sumX
 }
 
+// checkSegments compares drain's rows and sum(x) per segment with what the
+// data generator wrote.
+func checkSegments(t *testing.T, stats []datagen.SegmentStats, rows, sumX map[string]int64) {
+	t.Helper()
+	for _, s := range stats {
+		if rows[s.Segment] != s.Rows || sumX[s.Segment] != s.SumX {
+			t.Errorf("segment %s: rows %d sum %d, want %d %d", s.Segment, rows[s.Segment], sumX[s.Segment], s.Rows, s.SumX)
+		}
+	}
+}
+
 // TestScanBudget runs a scan whose budget holds only a few chunks, with a
 // slow consumer: the budget's peak stays at its cap, and every byte comes
 // back.
@@ -302,11 +319,7 @@ func TestScanBudget(t *testing.T) {
 	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 400 << 10}, nil)
 	rows, sumX := drain(t, scan, 3, time.Millisecond)
 	scan.Close()
-	for _, s := range stats {
-		if rows[s.Segment] != s.Rows || sumX[s.Segment] != s.SumX {
-			t.Errorf("segment %s: rows %d sum %d, want %d %d", s.Segment, rows[s.Segment], sumX[s.Segment], s.Rows, s.SumX)
-		}
-	}
+	checkSegments(t, stats, rows, sumX)
 	b := scan.Stats().Budget
 	if b.InUse != 0 {
 		t.Errorf("budget in use %d after the scan", b.InUse)
@@ -347,27 +360,37 @@ func TestScanOrdered(t *testing.T) {
 	}
 }
 
-// TestScanProjected reads one column of IPC files: only its bytes travel.
+// TestScanProjected reads one column of IPC files: only its bytes travel,
+// except for the first chunk, whose bytes bind holds already. Chunks of a
+// few MiB on local disk: the bytes saved outweigh a file read's latency
+// by far, whatever the machine.
 func TestScanProjected(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 2, RowsPerChunk: 30000, BatchesPerChunk: 2, Seed: 4}); err != nil {
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 2, RowsPerChunk: 200000, BatchesPerChunk: 2, Seed: 4}); err != nil {
 		t.Fatal(err)
 	}
-	// Segments s0 chunk 0 and s1 chunk 1 are IPC files; the glob takes those.
+	// Segments s0 chunk 0 and s1 chunk 1 are IPC files: the same one twice.
 	src := filepath.Join(dir, "chunks/segment=s0/chunk-0.arrow")
-	full := startScan(t, Config{Source: src}, nil)
+	info, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows2 := []Row{{colURL: src, colLength: info.Size()}, {colURL: src, colLength: info.Size()}}
+	full := startScan(t, Config{Rows: rows2}, nil)
 	fullRows, fullSum := drain(t, full, 1, 0)
 	full.Close()
 
-	proj := startScan(t, Config{Source: src}, []int{0})
+	proj := startScan(t, Config{Rows: rows2}, []int{0})
 	rows, sum := drain(t, proj, 1, 0)
 	proj.Close()
 	if rows["s0"] != fullRows["s0"] || sum["s0"] != fullSum["s0"] || rows["s0"] == 0 {
 		t.Errorf("projected: rows %v sum %v, full: rows %v sum %v", rows, sum, fullRows, fullSum)
 	}
 	ps, fs := proj.Stats(), full.Stats()
-	if !ps.ProjectedIO || ps.WireBytes*2 > fs.WireBytes {
-		t.Errorf("projected scan read %d bytes (projected=%v), the full one %d", ps.WireBytes, ps.ProjectedIO, fs.WireBytes)
+	// The first chunk whole (from memory), the second column by column.
+	if !ps.ProjectedIO || ps.ProjectedChunks != 1 || ps.WireBytes*4 > fs.WireBytes*3 || ps.ProjectionSaved*3 < fs.WireBytes/2*2 {
+		t.Errorf("projected scan read %d bytes (projected=%v, %d chunks projected, %d bytes saved), the full one %d",
+			ps.WireBytes, ps.ProjectedIO, ps.ProjectedChunks, ps.ProjectionSaved, fs.WireBytes)
 	}
 }
 
@@ -423,5 +446,336 @@ func TestUnionByName(t *testing.T) {
 	scan.Close()
 	if rows["s9"] != 2 || sum["s9"] != 300 {
 		t.Errorf("segment s9: rows %d sum %d", rows["s9"], sum["s9"])
+	}
+}
+
+// TestPlanStartedTwice: a plan's second scan reserves what its chunks
+// weigh, as the first did; it used to reserve 1 byte per chunk of unknown
+// length, because the first chunk's bytes (the estimate) had been used up.
+func TestPlanStartedTwice(t *testing.T) {
+	dir, _ := writeDataset(t)
+	var rows []Row
+	for s := range 3 {
+		for k := range 2 {
+			rows = append(rows, Row{"url": filepath.Join(dir, "chunks", "segment=s"+string(rune('0'+s)), "chunk-"+string(rune('0'+k))+".arrow")})
+		}
+	}
+	plan, err := Bind(context.Background(), Config{Rows: rows, MemoryBudget: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reserved [2]int64
+	for i := range reserved {
+		scan, err := plan.Start(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, scan, 1, 0)
+		scan.Close()
+		reserved[i] = scan.Stats().Budget.Reserved
+	}
+	if reserved[1] < reserved[0]/2 {
+		t.Fatalf("the second scan reserved %d bytes, the first %d", reserved[1], reserved[0])
+	}
+}
+
+// TestConformReleases: a chunk whose column has another type than the plan's
+// fails without leaking the columns already built for it.
+func TestConformReleases(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	plan := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, // missing: NULLs are built
+		{Name: "b", Type: arrow.PrimitiveTypes.Int32},
+	}, nil)
+	chunk := arrow.NewSchema([]arrow.Field{{Name: "b", Type: arrow.BinaryTypes.String}}, nil)
+	bld := array.NewRecordBuilder(mem, chunk)
+	bld.Field(0).(*array.StringBuilder).AppendValues([]string{"x", "y"}, nil)
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	if _, err := conform(chunk, []arrow.RecordBatch{rec}, plan, mem); err == nil || !errors.Is(err, ErrBadChunk) {
+		t.Fatalf("err = %v, want a bad chunk", err)
+	}
+}
+
+// TestFinishedScanPinsNothing: the registry keeps finished scans, so a
+// closed scan must hold no chunk bytes: neither the first chunk's (fetched at
+// bind, unused when the scan ended before reaching it) nor pooled buffers.
+func TestFinishedScanPinsNothing(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 3, RowsPerChunk: 4000, BatchesPerChunk: 2, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the scan ends before it reads any chunk
+	scan, err := plan.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan.Close()
+	plan.firstMu.Lock()
+	pinned := len(plan.first)
+	plan.firstMu.Unlock()
+	if pinned != 0 {
+		t.Fatalf("a closed scan's plan pins the first chunk's %d bytes", pinned)
+	}
+	scan2, err := plan.Start(context.Background(), nil) // fetches the first chunk again
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := drain(t, scan2, 2, 0)
+	scan2.Close()
+	var n int64
+	for _, r := range rows {
+		n += r
+	}
+	if st := scan2.Stats(); n != st.Rows || st.Chunks != 6 {
+		t.Fatalf("second scan: %d rows of %d, %d chunks", n, st.Rows, st.Chunks)
+	}
+	if ps := scan2.budget.PoolStats(); ps.Free != 0 || ps.Taken != 0 || ps.Fresh == 0 {
+		t.Fatalf("pool after the scan: %+v; want buffers used and none kept", ps)
+	}
+}
+
+// TestSmallChunksNeverWait: a scan whose data fits its budget never waits,
+// and the budget's peak stays within twice the data, whether it reads all
+// columns or projects one (a projected small file used to reserve its bytes
+// plus a 64 KiB footer guess, ×1.5).
+func TestSmallChunksNeverWait(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 100, ChunksPerSegment: 2, RowsPerChunk: 40, BatchesPerChunk: 1, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	var data int64
+	filepath.Walk(filepath.Join(dir, "chunks"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			data += info.Size()
+		}
+		return nil
+	})
+	for _, fields := range [][]int{nil, {0}} {
+		scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: 4 * data}, fields)
+		drain(t, scan, 1, 0)
+		scan.Close()
+		b := scan.Stats().Budget
+		if b.Waits != 0 || b.Peak > 2*data || b.InUse != 0 {
+			t.Errorf("fields %v, %d bytes of data, budget %d: %d waits, peak %d, in use %d after", fields, data, 4*data, b.Waits, b.Peak, b.InUse)
+		}
+	}
+}
+
+// liveAllocator counts the bytes it holds.
+type liveAllocator struct {
+	memory.Allocator
+	live atomic.Int64
+}
+
+func (a *liveAllocator) Allocate(n int) []byte {
+	a.live.Add(int64(n))
+	return a.Allocator.Allocate(n)
+}
+
+func (a *liveAllocator) Reallocate(n int, b []byte) []byte {
+	a.live.Add(int64(n - len(b)))
+	return a.Allocator.Reallocate(n, b)
+}
+
+func (a *liveAllocator) Free(b []byte) {
+	a.live.Add(-int64(len(b)))
+	a.Allocator.Free(b)
+}
+
+// TestBudgetTellsTheTruth: with a slow consumer (the pipeline full), the
+// budget's peak is within 10 % of the peak of the bytes the scan really
+// holds: its pooled buffers (fetched chunks, large decoded buffers) and
+// what its allocator holds. Both are sampled together, continuously, while
+// the scan runs. Chunks alternate between the IPC file (zero-copy) and
+// stream (decoded) formats.
+func TestBudgetTellsTheTruth(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 4, ChunksPerSegment: 8, RowsPerChunk: 20000, BatchesPerChunk: 4, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	mem := &liveAllocator{Allocator: memory.NewGoAllocator()}
+	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 8 << 20}, nil)
+	defer scan.Close()
+	var heldPeak, budgetPeak int64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			held := mem.live.Load() + scan.budget.PoolStats().Taken
+			heldPeak = max(heldPeak, held)
+			budgetPeak = max(budgetPeak, scan.budget.Stats().InUse)
+			select {
+			case <-done:
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+	}()
+	rows, _ := drain(t, scan, 1, 20*time.Microsecond)
+	close(done)
+	<-sampled
+	var n int64
+	for _, r := range rows {
+		n += r
+	}
+	st := scan.Stats()
+	if n != st.Rows || st.Budget.Waits == 0 {
+		t.Fatalf("%d rows of %d; budget %s: the budget must fill for the test to measure anything", n, st.Rows, st.Budget)
+	}
+	t.Logf("budget peak %d (sampled %d), bytes held at most %d", st.Budget.Peak, budgetPeak, heldPeak)
+	if d := float64(budgetPeak - heldPeak); d > 0.1*float64(heldPeak) || d < -0.1*float64(heldPeak) {
+		t.Fatalf("budget peak %d (sampled %d), bytes held at most %d: off by more than 10 %%", st.Budget.Peak, budgetPeak, heldPeak)
+	}
+}
+
+// TestProcessLimit: four scans at once under one process memory limit
+// smaller than their budgets together: every answer is right, and the
+// process never holds more than its limit (beyond growing commits).
+func TestProcessLimit(t *testing.T) {
+	dir := t.TempDir()
+	stats, err := datagen.Write(dir, datagen.Spec{Segments: 4, ChunksPerSegment: 6, RowsPerChunk: 4000, BatchesPerChunk: 2, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := NewProcess(1 << 20)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: 512 << 10, Process: proc}, nil)
+			rows, sumX := drain(t, scan, 2, 100*time.Microsecond)
+			scan.Close()
+			checkSegments(t, stats, rows, sumX)
+		})
+	}
+	wg.Wait()
+	st := proc.Memory.Stats()
+	if st.InUse != 0 {
+		t.Errorf("the process holds %d bytes after every scan ended", st.InUse)
+	}
+	if st.Peak > st.Cap && st.Overcommits == 0 && st.OversizeAdmits == 0 {
+		t.Errorf("process peak %d above its limit %d", st.Peak, st.Cap)
+	}
+	if st.Reserved == 0 {
+		t.Error("the scans never drew from the process limit")
+	}
+}
+
+func TestDefaultMemoryLimit(t *testing.T) {
+	t.Setenv(MemoryLimitEnv, "512MiB")
+	if n, err := DefaultMemoryLimit(); err != nil || n != 512<<20 {
+		t.Errorf("512MiB: %d, %v", n, err)
+	}
+	t.Setenv(MemoryLimitEnv, "lots")
+	if _, err := DefaultMemoryLimit(); err == nil || !strings.Contains(err.Error(), MemoryLimitEnv) {
+		t.Errorf("a bad value: err = %v, want one naming %s", err, MemoryLimitEnv)
+	}
+	t.Setenv(MemoryLimitEnv, "")
+	if n, err := DefaultMemoryLimit(); err != nil || n <= 0 || n != physicalMemory()/4 && physicalMemory() > 0 {
+		t.Errorf("unset: %d, %v; physical memory %d", n, err, physicalMemory())
+	}
+}
+
+// TestBudgetKnee: a budget above what keeps IO and decoding busy is a
+// ceiling the scan does not fill: its cap is the knee, and the stats keep
+// the ceiling; one below the knee is the cap.
+func TestBudgetKnee(t *testing.T) {
+	if k := knee(1<<20, 64, 8<<20); k != budget.DefaultMin {
+		t.Errorf("small chunks: knee %d, want the minimum %d", k, budget.DefaultMin)
+	}
+	procs := int64(runtime.GOMAXPROCS(0))
+	if k := knee(100<<20, 8, 8<<20); k != (procs+2)*100<<20 {
+		t.Errorf("100 MiB chunks: knee %d, want %d (a chunk per core and two)", k, (procs+2)*100<<20)
+	}
+	if k := knee(16<<20, 64, 8<<20); k != max(budget.DefaultMin, (procs+2)*16<<20, kneeParallelism*8<<20) {
+		t.Errorf("16 MiB chunks, 64 parallel GETs: knee %d", k)
+	}
+	dir, _ := writeDataset(t)
+	for _, tc := range []struct{ budget, cap int64 }{{1 << 30, budget.DefaultMin}, {1 << 20, 1 << 20}} {
+		scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: tc.budget}, nil)
+		drain(t, scan, 1, 0)
+		scan.Close()
+		if st := scan.Stats(); st.Budget.Cap != tc.cap || st.BudgetLimit != tc.budget {
+			t.Errorf("memory_budget %d: cap %d, limit %d; want %d, %d", tc.budget, st.Budget.Cap, st.BudgetLimit, tc.cap, tc.budget)
+		}
+	}
+}
+
+// TestStringOffsetsChecked: string offsets that are negative, decreasing or
+// past the data fail validation (the copy into DuckDB trusts them).
+func TestStringOffsetsChecked(t *testing.T) {
+	data := memory.NewBufferBytes([]byte("abcdefgh"))
+	offs := func(v ...int32) *memory.Buffer {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(x), byte(x>>8), byte(x>>16), byte(x>>24)
+		}
+		return memory.NewBufferBytes(b)
+	}
+	for _, tc := range []struct {
+		name string
+		off  *memory.Buffer
+		ok   bool
+	}{
+		{"good", offs(0, 2, 2, 8), true},
+		{"decreasing", offs(0, 5, 3, 8), false},
+		{"negative", offs(-1, 2, 3, 8), false},
+		{"past the data", offs(0, 2, 3, 9), false},
+	} {
+		d := array.NewData(arrow.BinaryTypes.String, 3, []*memory.Buffer{nil, tc.off, data}, nil, 0, 0)
+		err := validateData(d)
+		d.Release()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: err = %v", tc.name, err)
+		}
+	}
+}
+
+// TestProcessLimitNoDeadlock: two scans under one process limit, the
+// consumer reading the second to its end before it touches the first (a
+// join's build side before its probe side), while the first's ready chunks
+// fill the limit: the second still runs (it holds nothing, so it passes).
+func TestProcessLimitNoDeadlock(t *testing.T) {
+	dir := t.TempDir()
+	stats, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 6, RowsPerChunk: 4000, BatchesPerChunk: 2, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := NewProcess(1 << 20)
+	cfg := Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: 1 << 20, Process: proc}
+	probe := startScan(t, cfg, nil)
+	defer probe.Close()
+	deadline := time.Now().Add(waitTimeout)
+	for proc.Memory.Stats().InUse < 1<<20-256<<10 { // the probe side's chunks fill the limit
+		if time.Now().After(deadline) {
+			t.Fatalf("the first scan never filled the limit: %s", proc.Memory)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	plan, err := Bind(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	build, err := plan.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, sumX := drain(t, build, 1, 0) // fails with the context's error if it deadlocks
+	build.Close()
+	checkSegments(t, stats, rows, sumX)
+	rows, sumX = drain(t, probe, 1, 0)
+	checkSegments(t, stats, rows, sumX)
+	if proc.Memory.Stats().Bypasses == 0 {
+		t.Error("the second scan never passed the full limit")
 	}
 }

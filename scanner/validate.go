@@ -47,27 +47,41 @@ func need(d arrow.ArrayData, i int, n int64, what string) error {
 	return nil
 }
 
-// offsets returns the n+1 offsets of d starting at its offset, checked to be
-// non-decreasing and non-negative.
-func offsets(d arrow.ArrayData, width int) ([]int64, error) {
+// lastOffset checks the n+1 offsets of d, starting at its offset, to be
+// non-negative and non-decreasing, and returns the last one. It reads them
+// in place: a string column of every batch passes here, and a copy of its
+// offsets was most of the garbage a scan made.
+func lastOffset(d arrow.ArrayData, width int) (int64, error) {
 	start, n := int64(d.Offset()), int64(d.Len())
 	if err := need(d, 1, (start+n+1)*int64(width), "offsets"); err != nil {
-		return nil, err
+		return 0, err
 	}
-	raw := d.Buffers()[1].Bytes()
-	out := make([]int64, n+1)
-	for i := range out {
-		p := (start + int64(i)) * int64(width)
-		if width == 8 {
-			out[i] = int64(binary.LittleEndian.Uint64(raw[p:]))
-		} else {
-			out[i] = int64(int32(binary.LittleEndian.Uint32(raw[p:])))
+	raw := d.Buffers()[1].Bytes()[start*int64(width) : (start+n+1)*int64(width)]
+	var prev int64
+	var bad int64 = -1
+	if width == 8 {
+		for i := range n + 1 {
+			v := int64(binary.LittleEndian.Uint64(raw[i*8:]))
+			if v < prev {
+				bad = i
+				break
+			}
+			prev = v
 		}
-		if out[i] < 0 || (i > 0 && out[i] < out[i-1]) {
-			return nil, fmt.Errorf("offset %d (%d) is negative or decreasing", i, out[i])
+	} else {
+		for i := range n + 1 {
+			v := int64(int32(binary.LittleEndian.Uint32(raw[i*4:])))
+			if v < prev {
+				bad = i
+				break
+			}
+			prev = v
 		}
 	}
-	return out, nil
+	if bad >= 0 {
+		return 0, fmt.Errorf("offset %d is negative or decreasing", bad)
+	}
+	return prev, nil
 }
 
 func validateData(d arrow.ArrayData) error {
@@ -92,11 +106,11 @@ func validateData(d arrow.ArrayData) error {
 		if t.ID() == arrow.LARGE_STRING || t.ID() == arrow.LARGE_BINARY {
 			w = 8
 		}
-		off, err := offsets(d, w)
+		last, err := lastOffset(d, w)
 		if err != nil {
 			return err
 		}
-		return need(d, 2, off[n], "data")
+		return need(d, 2, last, "data")
 	case *arrow.StringViewType, *arrow.BinaryViewType:
 		if err := need(d, 1, end*16, "views"); err != nil {
 			return err
@@ -124,12 +138,12 @@ func validateData(d arrow.ArrayData) error {
 		if t.ID() == arrow.LARGE_LIST {
 			w = 8
 		}
-		off, err := offsets(d, w)
+		last, err := lastOffset(d, w)
 		if err != nil {
 			return err
 		}
-		if len(children) != 1 || int64(children[0].Offset()+children[0].Len()) < off[n] {
-			return fmt.Errorf("list values end before the last offset %d", off[n])
+		if len(children) != 1 || int64(children[0].Offset()+children[0].Len()) < last {
+			return fmt.Errorf("list values end before the last offset %d", last)
 		}
 		return validateData(children[0])
 	case *arrow.FixedSizeListType:

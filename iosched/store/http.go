@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // httpStore reads one HTTP(S) host with Range GETs and HEAD. Names are the
@@ -78,7 +79,12 @@ func (s *httpStore) statusErr(op, name, rng string, resp *http.Response) error {
 		}
 	}
 	resp.Body.Close()
-	return s.fail(op, name, rng, resp.StatusCode, code, statusSentinel(resp.StatusCode, resp.Status))
+	err := &RequestError{Op: op, URL: s.URL(name), Range: rng, Status: resp.StatusCode, Code: code,
+		Err: statusSentinel(resp.StatusCode, resp.Status)}
+	if resp.StatusCode == 429 || resp.StatusCode == 503 {
+		err.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return err
 }
 
 var s3Code = regexp.MustCompile(`<Code>([^<]{1,64})</Code>`)

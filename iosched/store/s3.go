@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -133,6 +134,9 @@ func (s *s3Store) fail(op, name, rng string, err error) error {
 		re.Err = ErrOutOfRange
 	case re.Code == "SlowDown" || re.Status == 429 || re.Status == 503:
 		re.Err = fmt.Errorf("%w: HTTP %d", ErrThrottled, re.Status)
+		if herr != nil && herr.Response != nil {
+			re.RetryAfter = parseRetryAfter(herr.Response.Header.Get("Retry-After"), time.Now())
+		}
 	case re.Status != 0:
 		re.Err = fmt.Errorf("HTTP %d: %s", re.Status, msg)
 	default:

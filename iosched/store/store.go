@@ -9,9 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Store reads objects of one store domain: the local file system, one HTTP(S)
@@ -67,6 +70,9 @@ type RequestError struct {
 	Status int    // HTTP status, 0 when there was no response
 	Code   string // S3 error code such as "SlowDown", or ""
 	Err    error  // a sentinel above or the transport error
+	// RetryAfter is the wait a throttled answer asked for in its
+	// Retry-After header (seconds or an HTTP date), 0 when it named none.
+	RetryAfter time.Duration
 }
 
 func (e *RequestError) Error() string {
@@ -97,6 +103,32 @@ func Throttled(err error) bool {
 	}
 	var re *RequestError
 	return errors.As(err, &re) && (re.Status == 429 || re.Status == 503)
+}
+
+// RetryAfter returns the wait a throttled answer asked for (its
+// Retry-After header), 0 when err carries none.
+func RetryAfter(err error) time.Duration {
+	var re *RequestError
+	if errors.As(err, &re) {
+		return re.RetryAfter
+	}
+	return 0
+}
+
+// parseRetryAfter reads a Retry-After header value: delay seconds or an
+// HTTP date (relative to now). A missing, malformed or past value is 0.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(min(max(n, 0), 3600)) * time.Second // an hour at most
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 // Permanent reports whether retrying err cannot help: a missing object, a

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -183,6 +184,40 @@ func TestMatch(t *testing.T) {
 	} {
 		if got := store.Match(c.pattern, c.name); got != c.want {
 			t.Errorf("Match(%q, %q) = %v, want %v", c.pattern, c.name, got, c.want)
+		}
+	}
+}
+
+// TestRetryAfter: a throttled answer's Retry-After header (seconds or an
+// HTTP date) reaches the error; other answers carry none.
+func TestRetryAfter(t *testing.T) {
+	leakCheck(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/seconds":
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(503)
+		case "/date":
+			w.Header().Set("Retry-After", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
+			w.WriteHeader(429)
+		default:
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(500)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	st, _ := open(t, srv.URL+"/", store.Options{})
+	t.Cleanup(func() { st.Close() })
+	for _, c := range []struct {
+		name     string
+		min, max time.Duration
+	}{{"/seconds", 3 * time.Second, 3 * time.Second}, {"/date", 59 * time.Minute, time.Hour}, {"/other", 0, 0}} {
+		_, err := st.GetRange(context.Background(), c.name, 0, 10)
+		if err == nil {
+			t.Fatalf("%s: no error", c.name)
+		}
+		if got := store.RetryAfter(err); got < c.min || got > c.max {
+			t.Fatalf("%s: Retry-After %v, want %v..%v (%v)", c.name, got, c.min, c.max, err)
 		}
 	}
 }

@@ -63,7 +63,14 @@ type Config struct {
 	Stall    float64       // probability of a stall inside the body
 	Short    float64       // probability of a short body
 	StallFor time.Duration // how long a stall lasts; 0 means until the client disconnects
-	Seed     uint64
+	// Capacity, when positive, makes the proxy a server that takes that many
+	// GETs at once: a GET arriving while Capacity others are being served
+	// is answered 503 SlowDown (after the latency), as S3 does under load.
+	Capacity int
+	// RetryAfter, when positive, is sent as the Retry-After header (whole
+	// seconds, at least 1) of every 503 SlowDown.
+	RetryAfter time.Duration
+	Seed       uint64
 	// Rule, when set, decides the fault of each request (n counts requests
 	// from 1); returning false falls back to the probabilities.
 	Rule func(r *http.Request, n int64) (Fault, bool)
@@ -81,6 +88,9 @@ type Stats struct {
 	InFlight    int // now
 	MaxInFlight int // since New or ResetMax
 	Faults      map[Kind]int64
+	// OverCapacity counts the SlowDowns of Config.Capacity (they are also
+	// in Faults[SlowDown]).
+	OverCapacity int64
 }
 
 // Proxy forwards requests to one upstream, keeping the Host header so that
@@ -98,6 +108,8 @@ type Proxy struct {
 	rng      *rand.Rand
 	n        int64
 	cur, max int
+	serving  int // GETs admitted under Config.Capacity, not answered yet
+	over     int64
 	faults   map[Kind]int64
 	paths    map[string]int64
 	events   []Sample
@@ -160,7 +172,7 @@ func (p *Proxy) Stats() Stats {
 	for k, v := range p.faults {
 		f[k] = v
 	}
-	return Stats{Requests: p.n, InFlight: p.cur, MaxInFlight: p.max, Faults: f}
+	return Stats{Requests: p.n, InFlight: p.cur, MaxInFlight: p.max, Faults: f, OverCapacity: p.over}
 }
 
 // Count returns how many requests asked for path.
@@ -247,19 +259,19 @@ func (p *Proxy) changeLocked(delta int) {
 	}
 }
 
-// decide draws the fault and the latency of one request.
-func (p *Proxy) decide(r *http.Request) (Fault, time.Duration) {
+// decide draws the fault and the latency of one request; admitted says the
+// request holds one of Config.Capacity's places until leave.
+func (p *Proxy) decide(r *http.Request) (f Fault, delay time.Duration, admitted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
 	p.paths[r.URL.Path]++
 	p.changeLocked(+1)
 	cfg := p.cfg
-	delay := cfg.Latency
+	delay = cfg.Latency
 	if cfg.Jitter > 0 {
 		delay += time.Duration(p.rng.Int64N(int64(cfg.Jitter)))
 	}
-	var f Fault
 	ok := false
 	if cfg.Rule != nil {
 		f, ok = cfg.Rule(r, p.n)
@@ -280,15 +292,27 @@ func (p *Proxy) decide(r *http.Request) (Fault, time.Duration) {
 	if f.After < 0 {
 		f.After = -1 - p.rng.Int64N(1<<62) // resolved against the body length later
 	}
+	if cfg.Capacity > 0 && r.Method == http.MethodGet && f.Kind != SlowDown && f.Kind != Status {
+		if p.serving >= cfg.Capacity {
+			f = Fault{Kind: SlowDown, Delay: f.Delay}
+			p.over++
+		} else {
+			p.serving++
+			admitted = true
+		}
+	}
 	if f.Kind != None {
 		p.faults[f.Kind]++
 	}
-	return f, delay + f.Delay
+	return f, delay + f.Delay, admitted
 }
 
-func (p *Proxy) leave() {
+func (p *Proxy) leave(admitted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if admitted {
+		p.serving--
+	}
 	p.changeLocked(-1)
 }
 
@@ -308,15 +332,21 @@ func (p *Proxy) sleep(r *http.Request, d time.Duration) bool {
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f, delay := p.decide(r)
+	f, delay, admitted := p.decide(r)
 	// The count drops before net/http flushes the last bytes, so the client
 	// cannot see its response end before the proxy counts it as finished.
-	defer p.leave()
+	defer p.leave(admitted)
 	if !p.sleep(r, delay) {
 		return
 	}
 	switch f.Kind {
 	case SlowDown:
+		p.mu.Lock()
+		ra := p.cfg.RetryAfter
+		p.mu.Unlock()
+		if ra > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(ra/time.Second))))
+		}
 		writeS3Error(w, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
 		return
 	case Status:

@@ -156,3 +156,56 @@ func TestAverage(t *testing.T) {
 		t.Fatalf("Average = %v", a)
 	}
 }
+
+// TestCapacity: with Capacity 2, a third GET while two are being served is
+// answered 503 SlowDown with the configured Retry-After; once they are
+// done, GETs pass again.
+func TestCapacity(t *testing.T) {
+	leakCheck(t)
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			entered <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(up.Close)
+	p, err := faultproxy.New(up.URL, faultproxy.Config{Capacity: 2, RetryAfter: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr}
+
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if code, _, err := get(context.Background(), c, p.URL+"/block"); err != nil || code != 200 {
+				t.Errorf("blocked GET: %d %v", code, err)
+			}
+		})
+	}
+	<-entered
+	<-entered // both are being served now
+	resp, err := c.Get(p.URL + "/third")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "SlowDown") || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("third GET: %d %q Retry-After %q, want 503 SlowDown with Retry-After 2", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	close(release)
+	wg.Wait()
+	if code, b, err := get(context.Background(), c, p.URL+"/after"); err != nil || code != 200 || string(b) != "ok" {
+		t.Fatalf("GET after the others finished: %d %q %v", code, b, err)
+	}
+	if st := p.Stats(); st.OverCapacity != 1 || st.Faults[faultproxy.SlowDown] != 1 {
+		t.Fatalf("over capacity %d, slowdowns %d; want 1 and 1", st.OverCapacity, st.Faults[faultproxy.SlowDown])
+	}
+}

@@ -12,7 +12,11 @@
 //	    the proxy during the scan, divided by 32, and its maximum;
 //	 3. speed: SELECT sum(…) over fixed-width and short-string columns of the
 //	    local files, rows/s against DuckDB's read_parquet of the same rows and
-//	    against a native DuckDB table.
+//	    against a native DuckDB table;
+//	 4. budget sweep: 64 MiB, 128 MiB, 512 MiB, 1 GiB and the default, from
+//	    local files and from versitygw, each query in a fresh CLI: MiB/s, peak
+//	    RSS, RSS − budget, page faults and CPU s/GiB of a fast consumer, peak
+//	    RSS of a slow one; an SVG of throughput and RSS against the budget.
 package main
 
 import (
@@ -44,6 +48,8 @@ var (
 	out    = flag.String("out", "build/bench", "where the dataset goes")
 	gib    = flag.Float64("gib", 1.1, "dataset size in GiB")
 	reps   = flag.Int("reps", 3, "repetitions of each timed query (the best counts)")
+	only   = flag.String("sections", "memory,io,speed,sweep,small,concurrent", "sections to run, comma-separated")
+	svg    = flag.String("svg", "test/bench/scan_budget_sweep.svg", "where the budget sweep's SVG goes (empty: none)")
 )
 
 func main() {
@@ -54,11 +60,32 @@ func main() {
 	rowsPerChunk := 1 << 20
 	chunks := int(math.Ceil(*gib * (1 << 30) / float64(rowsPerChunk) / 33)) // ~33 bytes a row
 	rows, size := prepare(dir, chunks, rowsPerChunk)
-	fmt.Printf("dataset: %d chunks, %d rows, %.2f GiB of uncompressed Arrow IPC files in %s\n\n", chunks, rows, float64(size)/(1<<30), dir)
+	if *only != "concurrent-child" {
+		fmt.Printf("dataset: %d chunks, %d rows, %.2f GiB of uncompressed Arrow IPC files in %s\n\n", chunks, rows, float64(size)/(1<<30), dir)
+	}
 
-	memory(absExt, dir, size)
-	io(absExt, dir, chunks)
-	speed(absExt, dir, rows)
+	run := func(name string) bool { return strings.Contains(","+*only+",", ","+name+",") }
+	if run("memory") {
+		memory(absExt, dir, size)
+	}
+	if run("io") {
+		io(absExt, dir, chunks)
+	}
+	if run("speed") {
+		speed(absExt, dir, rows)
+	}
+	if run("sweep") {
+		budgetSweep(absExt, dir, size, *svg)
+	}
+	if run("small") {
+		smallChunks(absExt, *out)
+	}
+	if run("concurrent") {
+		concurrent(dir)
+	}
+	if run("concurrent-child") {
+		concurrentChild(dir)
+	}
 }
 
 // prepare writes the dataset unless a complete one is there.
@@ -196,7 +223,6 @@ func speed(ext, dir string, rows int64) {
 	if _, err := os.Stat(parquet); err != nil {
 		cli(ext, fmt.Sprintf(`COPY (SELECT x, i, d, s FROM remote_segments('%s/**/*.arrow')) TO '%s' (FORMAT parquet);`, dir, parquet))
 	}
-	os.Remove(db)
 	agg := "sum(x), sum(i), sum(d), sum(length(s))"
 	rs := timed(ext, "", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir))
 	pq := timed(ext, "", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet))
@@ -207,4 +233,24 @@ func speed(ext, dir string, rows int64) {
 	fmt.Printf("%-28s %8.3f s %8.1f M rows/s\n", "native DuckDB table", native.Seconds(), rate(native))
 	fmt.Printf("ratio remote_segments / read_parquet = %.2f (goal > 1: faster)\n", rate(rs)/rate(pq))
 	fmt.Printf("ratio remote_segments / native table = %.2f\n", rate(rs)/rate(native))
+
+	// What each byte costs: one query in a fresh CLI each, from its rusage
+	// (the native table lives in a database file made once, so that making
+	// it is not counted).
+	if _, err := os.Stat(db); err != nil {
+		cmd := exec.Command(*duckdb, db, "-c", fmt.Sprintf("CREATE TABLE t AS SELECT x, i, d, s FROM read_parquet('%s');", parquet))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			log.Fatalf("duckdb: %v\n%s", err, out)
+		}
+	}
+	gib := float64(rows) * 33 / (1 << 30) // about 33 bytes a row, as the dataset was sized
+	fmt.Printf("one query per fresh CLI (rusage):  %12s %10s %10s %10s\n", "CPU s/GiB", "faults", "peak RSS", "load")
+	for _, r := range []struct{ name, sql string }{
+		{"remote_segments (IPC)", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir)},
+		{"read_parquet (same rows)", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet)},
+		{"native table (database file)", fmt.Sprintf("ATTACH '%s' AS n (READ_ONLY); SELECT %s FROM n.t;", db, agg)},
+	} {
+		u := measure(ext, r.sql)
+		fmt.Printf("%-34s %12.2f %10d %10s %10s\n", r.name, u.cpu.Seconds()/gib, u.minflt, mib(u.rss), u.loadAvg1m)
+	}
 }

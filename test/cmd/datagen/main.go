@@ -1,6 +1,7 @@
 // Command datagen writes a sample dataset of Arrow IPC chunks and its expected
 // aggregates (expected.csv) into a folder; with -types also a dataset with one
-// column per Arrow type and DuckDB's text of every value (types_expected.csv).
+// column per Arrow type and DuckDB's text of every value (types_expected.csv),
+// the bad inputs, and a few large IPC files (large/).
 //
 //	go run ./test/cmd/datagen -out build/demo-data
 package main
@@ -46,5 +47,10 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote bad inputs to %s/bad\n", *out)
+		if err := datagen.WriteLarge(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote %d large IPC files to %s/large\n", datagen.LargeChunks, *out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/remote-segments/remote_segments/test/faultproxy"
 	"github.com/remote-segments/remote_segments/test/s3server"
 )
 
@@ -18,14 +19,17 @@ import (
 // file server over the data directory, and versitygw holding the same files
 // in bucket "data".
 type servers struct {
-	http *http.Server
-	s3   *s3server.Server
+	http    *http.Server
+	s3      *s3server.Server
+	proxies []*faultproxy.Proxy
 }
 
 // serve starts both servers over dataDir and sets the variables the SQL
 // files use: HTTP (base URL; paths under /forbidden/ answer 403),
 // S3_ENDPOINT, S3_KEY, S3_SECRET and S3_REGION (objects are
-// s3://data/<path under dataDir>).
+// s3://data/<path under dataDir>), and the same S3 endpoint behind fault
+// proxies: S3_SLOW (30 ms per request) and S3_THROTTLED (every third
+// request answered 503 SlowDown when it is a GET of a .arrow object).
 func serve(dataDir string, vars map[string]string) (*servers, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -78,10 +82,36 @@ func serve(dataDir string, vars map[string]string) (*servers, error) {
 	vars["S3_KEY"] = s.s3.AccessKey
 	vars["S3_SECRET"] = s.s3.SecretKey
 	vars["S3_REGION"] = s.s3.Region
+	// The same S3 server behind fault proxies: 30 ms per request
+	// (S3_SLOW), and every third request, when it GETs an .arrow object,
+	// answered 503 SlowDown (S3_THROTTLED; listings pass).
+	for _, p := range []struct {
+		name string
+		cfg  faultproxy.Config
+	}{
+		{"S3_SLOW", faultproxy.Config{Latency: 30 * time.Millisecond}},
+		{"S3_THROTTLED", faultproxy.Config{Rule: func(r *http.Request, n int64) (faultproxy.Fault, bool) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".arrow") && n%3 == 0 {
+				return faultproxy.Fault{Kind: faultproxy.SlowDown}, true
+			}
+			return faultproxy.Fault{}, true
+		}}},
+	} {
+		proxy, err := faultproxy.New(s.s3.Endpoint, p.cfg)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.proxies = append(s.proxies, proxy)
+		vars[p.name] = proxy.URL
+	}
 	return s, nil
 }
 
 func (s *servers) close() {
+	for _, p := range s.proxies {
+		p.Close()
+	}
 	if s.http != nil {
 		s.http.Close()
 	}

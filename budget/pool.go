@@ -1,0 +1,268 @@
+package budget
+
+// Buffers that are faulted in once.
+//
+// A scan that reads every chunk into freshly allocated memory pays, per
+// 4 KiB of data, a page fault (the kernel zeroes and maps a fresh page) and,
+// once the garbage collector has freed the buffer and the runtime's
+// scavenger has handed its pages back to the kernel, the same again for the
+// next chunk. On virtual machines a fault is expensive. So a budget owns a
+// pool: a lease's buffers (Lease.Buffer, Budget.Allocator) come from it and
+// go back to it when the lease closes, and the next chunk reuses them. The
+// pool never holds more than the budget's cap in buffers handed out and free
+// ones together, unless the buffers handed out alone exceed it (the budget,
+// not the pool, decides how much is live): the bytes the budget meters are
+// the bytes the pool holds.
+
+import (
+	"math/bits"
+	"sync"
+	"unsafe"
+)
+
+// PoolMin is the smallest buffer the pool keeps. Smaller ones come from the
+// Go allocator, whose size-classed spans are reused without the kernel.
+const PoolMin = 64 << 10
+
+// poolClass is the size of the pooled buffer that serves n > PoolMin bytes:
+// n rounded up to a sixteenth of its power of two (at most 6.25 % more, and
+// a multiple of 4 KiB), so chunks of similar sizes share buffers.
+func poolClass(n int) int {
+	step := 1 << (bits.Len(uint(n-1)) - 5)
+	return (n + step - 1) &^ (step - 1)
+}
+
+// pool is a budget's free lists of buffers by class. Its lock is its own:
+// buffers come and go on the scan's goroutines and DuckDB's threads without
+// taking the budget's lock.
+type pool struct {
+	mu    sync.Mutex
+	limit int64 // the budget's cap; see Budget.SetCap
+	free  map[int][][]byte
+	// INVARIANT: freeBytes is the sum of the caps of the buffers in free;
+	// taken the sum of the caps of the buffers handed out and not returned.
+	freeBytes, taken int64
+	fresh, reused    int64
+	closed           bool // ClosePool: keep nothing
+}
+
+// get returns a buffer of length n and capacity poolClass(n) (n >= PoolMin):
+// a free one of its class, else a new one, after dropping free buffers of
+// other classes as long as the pool would otherwise exceed its limit.
+func (p *pool) get(n int) []byte {
+	c := poolClass(n)
+	p.mu.Lock()
+	p.taken += int64(c)
+	if list := p.free[c]; len(list) > 0 {
+		buf := list[len(list)-1]
+		list[len(list)-1] = nil
+		p.free[c] = list[:len(list)-1]
+		p.freeBytes -= int64(c)
+		p.reused++
+		p.mu.Unlock()
+		return buf[:n]
+	}
+	p.fresh++
+	for k, list := range p.free {
+		for len(list) > 0 && p.taken+p.freeBytes > p.limit {
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			p.freeBytes -= int64(k)
+		}
+		p.free[k] = list
+	}
+	p.mu.Unlock()
+	return make([]byte, n, c)
+}
+
+// put takes back a buffer get returned. It keeps it for reuse unless that
+// would put the pool above its limit while other buffers are free.
+func (p *pool) put(buf []byte) {
+	c := cap(buf)
+	if c <= PoolMin || poolClass(c) != c {
+		panic("budget: returned a buffer the pool did not hand out")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.taken < int64(c) {
+		panic("budget: returned more buffers than were handed out")
+	}
+	p.taken -= int64(c)
+	if p.closed || p.freeBytes > 0 && p.taken+p.freeBytes+int64(c) > p.limit {
+		return // dropped: the collector frees it
+	}
+	if p.free == nil {
+		p.free = map[int][][]byte{}
+	}
+	p.free[c] = append(p.free[c], buf[:c])
+	p.freeBytes += int64(c)
+}
+
+// forget accounts for a buffer of class c handed out that will never come
+// back (its writer may still hold it).
+func (p *pool) forget(c int) {
+	p.mu.Lock()
+	p.taken = max(0, p.taken-int64(c))
+	p.mu.Unlock()
+}
+
+func (p *pool) setLimit(n int64) {
+	p.mu.Lock()
+	p.limit = n
+	p.mu.Unlock()
+}
+
+// ClosePool drops the free buffers of b's pool and every buffer given back
+// later, for the garbage collector: a budget whose scan ended may stay
+// reachable (statistics) but must not pin memory. Buffers are still handed
+// out after it, fresh each time.
+func (b *Budget) ClosePool() {
+	p := &b.pool
+	p.mu.Lock()
+	p.closed = true
+	p.free, p.freeBytes = nil, 0
+	p.mu.Unlock()
+}
+
+// PoolStats describes a budget's buffer pool.
+type PoolStats struct {
+	Taken  int64 // bytes of buffers handed out and not given back
+	Free   int64 // bytes of buffers kept for reuse
+	Fresh  int64 // buffers allocated
+	Reused int64 // buffers handed out again
+}
+
+// PoolStats returns a snapshot of b's buffer pool.
+func (b *Budget) PoolStats() PoolStats {
+	p := &b.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PoolStats{Taken: p.taken, Free: p.freeBytes, Fresh: p.fresh, Reused: p.reused}
+}
+
+// Buffer returns a byte slice of length n that the lease owns until Close,
+// which gives it back to the budget's pool for the next lease. Its contents
+// are arbitrary (a previous chunk's bytes): the caller overwrites them. A
+// buffer below PoolMin bytes is ordinary memory, not pooled. Buffer does not
+// charge the budget: the lease's reservation covers the bytes. It panics if
+// n is negative or the lease is closed.
+func (l *Lease) Buffer(n int) []byte {
+	if n < 0 {
+		panic("budget: negative buffer size")
+	}
+	if n <= PoolMin {
+		return make([]byte, n)
+	}
+	buf := l.b.pool.get(n)
+	l.b.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.bufs = append(l.bufs, buf)
+	}
+	l.b.mu.Unlock()
+	if closed {
+		l.b.pool.put(buf)
+		panic("budget: Buffer on closed lease")
+	}
+	return buf
+}
+
+// Recycle gives one of the lease's buffers back to the pool before Close,
+// when the caller is done with it (a fetched chunk once decoded into other
+// memory); buf may be a reslice of it that starts at its first byte. A
+// buffer that is not the lease's (or not pooled) is ignored.
+func (l *Lease) Recycle(buf []byte) {
+	if l == nil || len(buf) == 0 {
+		return
+	}
+	b := l.b
+	b.mu.Lock()
+	var found []byte // as handed out: buf may be a reslice of it
+	for i, have := range l.bufs {
+		if unsafe.SliceData(have) == unsafe.SliceData(buf) {
+			l.bufs = append(l.bufs[:i], l.bufs[i+1:]...)
+			found = have
+			break
+		}
+	}
+	b.mu.Unlock()
+	if found != nil {
+		b.pool.put(found)
+	}
+}
+
+// Abandon closes the lease like Close, but its buffers are not reused: a
+// writer may still hold them (an IO request that failed while other parts of
+// it ran on). The garbage collector frees them once nobody refers to them.
+// Abandon is idempotent and safe on a nil lease.
+func (l *Lease) Abandon() {
+	if l == nil {
+		return
+	}
+	l.b.mu.Lock()
+	bufs := l.bufs
+	l.bufs = nil
+	l.b.mu.Unlock()
+	for _, buf := range bufs {
+		l.b.pool.forget(cap(buf))
+	}
+	l.Close()
+}
+
+// Allocator is the allocator interface of Arrow (memory.Allocator of
+// arrow-go), restated so that this package needs only the standard library.
+type Allocator interface {
+	Allocate(size int) []byte
+	Reallocate(size int, b []byte) []byte
+	Free(b []byte)
+}
+
+// Allocator returns an Allocator whose buffers above PoolMin bytes come from
+// b's pool (cleared, as Arrow expects) and go back to it when freed; smaller
+// ones come from small. Decoded data then lands in memory earlier chunks
+// already faulted in. The pooled buffers are not charged to the budget: the
+// caller counts what it allocates and commits it to its lease.
+func (b *Budget) Allocator(small Allocator) Allocator {
+	return &poolAllocator{p: &b.pool, small: small}
+}
+
+type poolAllocator struct {
+	p     *pool
+	small Allocator
+}
+
+func (a *poolAllocator) Allocate(n int) []byte {
+	if n <= PoolMin {
+		return a.small.Allocate(n)
+	}
+	buf := a.p.get(n)
+	clear(buf)
+	return buf
+}
+
+func (a *poolAllocator) Reallocate(n int, old []byte) []byte {
+	if n <= PoolMin && len(old) <= PoolMin {
+		return a.small.Reallocate(n, old)
+	}
+	buf := a.Allocate(n)
+	copy(buf, old)
+	a.Free(old)
+	return buf
+}
+
+// Free routes by length as Allocate did: Arrow hands back the slice
+// Allocate returned, whose length gives its class. A slice too short for
+// its class was not handed out by the pool as it is: the pool forgets the
+// class's bytes and leaves the slice to the collector rather than fail.
+func (a *poolAllocator) Free(buf []byte) {
+	if len(buf) <= PoolMin {
+		a.small.Free(buf)
+		return
+	}
+	c := poolClass(len(buf))
+	if cap(buf) < c {
+		a.p.forget(c)
+		return
+	}
+	a.p.put(buf[:c:c])
+}

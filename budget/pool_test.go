@@ -1,0 +1,145 @@
+package budget
+
+import (
+	"context"
+	"testing"
+	"unsafe"
+)
+
+func TestPoolClass(t *testing.T) {
+	for _, n := range []int{PoolMin + 1, 100 << 10, 1<<20 - 1, 1 << 20, 1<<20 + 1, 31_000_123, 1 << 30} {
+		c := poolClass(n)
+		if c < n || float64(c) > float64(n)*1.0625 || c%4096 != 0 || poolClass(c) != c {
+			t.Errorf("poolClass(%d) = %d: want n <= c <= 1.0625 n, a multiple of 4 KiB, and a fixed point", n, c)
+		}
+	}
+}
+
+// TestPoolReuse: a buffer goes back to the pool when its lease closes and
+// serves the next lease of the same class; an abandoned one does not.
+func TestPoolReuse(t *testing.T) {
+	b := newUnit(64 << 20)
+	ctx := context.Background()
+	l1, _ := b.Reserve(ctx, 1<<20)
+	buf1 := l1.Buffer(1 << 20)
+	if st := b.PoolStats(); st.Taken != 1<<20 || st.Fresh != 1 {
+		t.Fatalf("after one Buffer: %+v", st)
+	}
+	l1.Close()
+	l2, _ := b.Reserve(ctx, 1<<20)
+	buf2 := l2.Buffer(1<<20 - 100) // same class
+	if unsafe.SliceData(buf1) != unsafe.SliceData(buf2) || len(buf2) != 1<<20-100 {
+		t.Fatal("the second lease did not reuse the first one's buffer")
+	}
+	if st := b.PoolStats(); st.Reused != 1 || st.Fresh != 1 || st.Free != 0 {
+		t.Fatalf("after reuse: %+v", st)
+	}
+	l2.Abandon()
+	if st := b.PoolStats(); st.Taken != 0 || st.Free != 0 {
+		t.Fatalf("after Abandon: %+v, want nothing taken or kept", st)
+	}
+	l3, _ := b.Reserve(ctx, 1<<20)
+	if buf3 := l3.Buffer(1 << 20); unsafe.SliceData(buf3) == unsafe.SliceData(buf1) {
+		t.Fatal("an abandoned buffer was reused")
+	}
+	l3.Close()
+	if small := l3.b.PoolStats(); small.Taken != 0 {
+		t.Fatalf("taken %d after Close", small.Taken)
+	}
+}
+
+// TestPoolLimit: buffers handed out and kept never exceed the cap together
+// while any are free: a new class evicts free buffers of others.
+func TestPoolLimit(t *testing.T) {
+	b := newUnit(3 << 20)
+	ctx := context.Background()
+	var ls []*Lease
+	for range 3 {
+		l, _ := b.Reserve(ctx, 1<<20)
+		l.Buffer(1 << 20)
+		ls = append(ls, l)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	if st := b.PoolStats(); st.Free != 3<<20 {
+		t.Fatalf("free %d, want 3 MiB kept", st.Free)
+	}
+	l, _ := b.Reserve(ctx, 2<<20)
+	l.Buffer(2 << 20) // a new class: 2 MiB must go
+	if st := b.PoolStats(); st.Taken+st.Free > 3<<20 {
+		t.Fatalf("taken %d + free %d above the 3 MiB cap", st.Taken, st.Free)
+	}
+	l.Close()
+	b.SetCap(1 << 20)
+	l, _ = b.Reserve(ctx, 1<<20)
+	l.Buffer(1 << 20)
+	l.Close()
+	if st := b.PoolStats(); st.Free > 2<<20 {
+		t.Fatalf("free %d after the cap shrank to 1 MiB; want at most one buffer kept", st.Free)
+	}
+}
+
+func TestLeaseRecycle(t *testing.T) {
+	b := newUnit(64 << 20)
+	l, _ := b.Reserve(context.Background(), 1<<20)
+	buf := l.Buffer(1 << 20)
+	l.Recycle(buf[:10:10]) // a reslice, as a fetch result is
+	if st := b.PoolStats(); st.Taken != 0 || st.Free != 1<<20 {
+		t.Fatalf("after Recycle: %+v", st)
+	}
+	l.Recycle(make([]byte, 1<<20)) // not the lease's: ignored
+	l.Close()
+	if st := b.PoolStats(); st.Taken != 0 || st.Free != 1<<20 {
+		t.Fatalf("after Close: %+v", st)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Buffer on a closed lease did not panic")
+		}
+	}()
+	l.Buffer(1 << 20)
+}
+
+// countingSmall is the allocator for buffers below PoolMin in these tests.
+type countingSmall struct{ live int }
+
+func (a *countingSmall) Allocate(n int) []byte { a.live += n; return make([]byte, n) }
+func (a *countingSmall) Reallocate(n int, b []byte) []byte {
+	a.live += n - len(b)
+	return append(b[:len(b):len(b)], make([]byte, max(0, n-len(b)))...)[:n]
+}
+func (a *countingSmall) Free(b []byte) { a.live -= len(b) }
+
+func TestPoolAllocator(t *testing.T) {
+	b := newUnit(64 << 20)
+	small := &countingSmall{}
+	a := b.Allocator(small)
+	s := a.Allocate(100)
+	big := a.Allocate(1 << 20)
+	if small.live != 100 || b.PoolStats().Taken != 1<<20 {
+		t.Fatalf("small live %d, pool %+v", small.live, b.PoolStats())
+	}
+	big[0] = 7
+	a.Free(big)
+	again := a.Allocate(1 << 20)
+	if unsafe.SliceData(again) != unsafe.SliceData(big) || again[0] != 0 {
+		t.Fatal("a freed buffer was not reused, or not cleared")
+	}
+	grown := a.Reallocate(2<<20, append(again[:0], 1, 2, 3)[:1<<20])
+	if grown[2] != 3 || len(grown) != 2<<20 {
+		t.Fatal("Reallocate lost the contents")
+	}
+	s = a.Reallocate(200, s)
+	a.Free(s)
+	a.Free(grown)
+	if st := b.PoolStats(); small.live != 0 || st.Taken != 0 {
+		t.Fatalf("after freeing everything: small %d, pool %+v", small.live, st)
+	}
+	// A slice cut short of its class is forgotten, not a panic.
+	cut := a.Allocate(1 << 20)
+	a.Free(cut[: 1<<20-100 : 1<<20-100])
+	if st := b.PoolStats(); st.Taken != 0 {
+		t.Fatalf("after freeing a cut slice: %+v", st)
+	}
+}

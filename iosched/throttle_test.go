@@ -1,0 +1,338 @@
+package iosched_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/test/faultproxy"
+)
+
+// checkAll fails t unless got holds every object of wholeReqs' order.
+func checkAll(t *testing.T, got [][]byte, objects map[string][]byte) {
+	t.Helper()
+	for i := range got {
+		if !bytes.Equal(got[i], objects[fmt.Sprintf("obj-%03d.bin", i)]) {
+			t.Fatalf("object %d: wrong bytes", i)
+		}
+	}
+}
+
+// TestRandomThrottlesKeepThePipe: 5 % of GETs answered 503 SlowDown at
+// random, whatever the load, neither fail the batch nor collapse the
+// parallelism (issue 8: AIMD went from 54 in flight to 1.1).
+func TestRandomThrottlesKeepThePipe(t *testing.T) {
+	leakCheck(t)
+	objects := randomObjects(20, 600, 2<<10)
+	p := proxied(t, fileServer(t, objects), faultproxy.Config{Latency: 3 * time.Millisecond, SlowDown: 0.05, Seed: 7})
+	st, pre := openStore(t, p.URL+"/", store.Options{})
+	const P = 16
+	s := newScheduler(t, iosched.Options{Parallelism: P, NoHedge: true, Backoff: 2 * time.Millisecond,
+		MaxBackoff: 20 * time.Millisecond, AIMDInterval: 50 * time.Millisecond})
+	got, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, got, objects)
+	ss := s.Stats()
+	t.Logf("throttled %d, cuts %d, undos %d, limit min %d final %d, background %.3f, retry tokens %d",
+		ss.Throttled, ss.Decreases, ss.Undos, ss.LimitMin, ss.Limit, ss.BackgroundThrottle, ss.RetryTokens)
+	if ss.Throttled == 0 {
+		t.Fatal("no throttled answer: the test did not test anything")
+	}
+	if ss.LimitMin < P/2 {
+		t.Fatalf("random 5 %% throttling cut the limit to %d of %d", ss.LimitMin, P)
+	}
+}
+
+// TestCapacityBacksOff: a store that serves 4 GETs at once and answers 503
+// SlowDown beyond gets about 4 from a scheduler allowed 16.
+func TestCapacityBacksOff(t *testing.T) {
+	leakCheck(t)
+	objects := randomObjects(21, 400, 2<<10)
+	p := proxied(t, fileServer(t, objects), faultproxy.Config{Latency: 3 * time.Millisecond, Capacity: 4})
+	st, pre := openStore(t, p.URL+"/", store.Options{})
+	s := newScheduler(t, iosched.Options{Parallelism: 16, NoHedge: true, Backoff: 2 * time.Millisecond,
+		MaxBackoff: 20 * time.Millisecond, AIMDInterval: time.Second})
+	got, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, got, objects)
+	ss, ps := s.Stats(), p.Stats()
+	t.Logf("throttled %d of %d GETs, cuts %d, undos %d, limit min %d final %d", ss.Throttled, ss.Issued, ss.Decreases, ss.Undos, ss.LimitMin, ss.Limit)
+	if ss.Decreases == 0 || ss.LimitMin > 5 || ss.Limit > 6 {
+		t.Fatalf("against a capacity of 4: cuts %d, limit min %d final %d", ss.Decreases, ss.LimitMin, ss.Limit)
+	}
+	if ps.OverCapacity != ss.Throttled {
+		t.Fatalf("the proxy refused %d GETs, the scheduler saw %d throttled", ps.OverCapacity, ss.Throttled)
+	}
+}
+
+// TestRetryBudgetExhausted: a store that throttles everything empties the
+// retry budget, and the batch fails naming both causes instead of
+// retrying for ever.
+func TestRetryBudgetExhausted(t *testing.T) {
+	leakCheck(t)
+	objects := randomObjects(22, 8, 1<<10)
+	p := proxied(t, fileServer(t, objects), faultproxy.Config{SlowDown: 1})
+	st, pre := openStore(t, p.URL+"/", store.Options{})
+	s := newScheduler(t, iosched.Options{Parallelism: 4, NoHedge: true, RetryBudget: 20, Retries: 100,
+		Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
+	_, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
+	if !errors.Is(err, iosched.ErrRetryBudget) || !errors.Is(err, store.ErrThrottled) {
+		t.Fatalf("every GET throttled, budget of 20 tokens: %v", err)
+	}
+	// 20 tokens pay 4 retries; the batch fails at the first refused one.
+	if ss := s.Stats(); ss.Retries != 4 || ss.BudgetFailures == 0 {
+		t.Fatalf("retries %d, budget failures %d; want 4 retries", ss.Retries, ss.BudgetFailures)
+	}
+}
+
+// TestRetryAfter: a throttled answer's Retry-After is honoured over the
+// (much shorter) back-off.
+func TestRetryAfter(t *testing.T) {
+	leakCheck(t)
+	objects := randomObjects(23, 1, 1<<10)
+	p := proxied(t, fileServer(t, objects), faultproxy.Config{RetryAfter: time.Second,
+		Rule: func(r *http.Request, n int64) (faultproxy.Fault, bool) {
+			if n == 1 {
+				return faultproxy.Fault{Kind: faultproxy.SlowDown}, true
+			}
+			return faultproxy.Fault{}, true
+		}})
+	st, pre := openStore(t, p.URL+"/", store.Options{})
+	var mu sync.Mutex
+	var starts []time.Time
+	s := newScheduler(t, iosched.Options{Parallelism: 1, NoHedge: true, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
+		Tracer: iosched.TracerFunc(func(e iosched.Event) {
+			mu.Lock()
+			starts = append(starts, e.Start)
+			mu.Unlock()
+		})})
+	got, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, got, objects)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) != 2 {
+		t.Fatalf("%d GETs, want 2", len(starts))
+	}
+	if gap := starts[1].Sub(starts[0]); gap < time.Second {
+		t.Fatalf("retried %v after a 503 with Retry-After: 1", gap)
+	}
+}
+
+// TestHedgeMidBodyStall: a body that stops half-way is hedged for its
+// missing bytes only, the hedge wins, and the bytes are right.
+func TestHedgeMidBodyStall(t *testing.T) {
+	leakCheck(t)
+	const size, stallAt = 256 << 10, 64 << 10
+	objects := randomObjects(24, 80, size)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	p := proxied(t, fileServer(t, objects), faultproxy.Config{StallFor: 10 * time.Second,
+		Rule: func(r *http.Request, n int64) (faultproxy.Fault, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[r.URL.Path]++
+			switch {
+			case r.URL.Path == "/obj-070.bin" && seen[r.URL.Path] == 1:
+				return faultproxy.Fault{Kind: faultproxy.Stall, After: stallAt, Delay: 5 * time.Millisecond}, true
+			}
+			return faultproxy.Fault{Delay: 5 * time.Millisecond}, true
+		}})
+	st, pre := openStore(t, p.URL+"/", store.Options{})
+	var emu sync.Mutex
+	var hedges []iosched.Event
+	s := newScheduler(t, iosched.Options{Parallelism: 4, CoalesceGap: -1, Backoff: time.Millisecond,
+		Tracer: iosched.TracerFunc(func(e iosched.Event) {
+			if e.Name == "hedge" {
+				emu.Lock()
+				hedges = append(hedges, e)
+				emu.Unlock()
+			}
+		})})
+	got, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, got, objects)
+	ss := s.Stats()
+	t.Logf("hedges %d won %d", ss.HedgesIssued, ss.HedgesWon)
+	emu.Lock()
+	defer emu.Unlock()
+	var found bool
+	for _, e := range hedges {
+		if e.URL == st.URL(pre+"obj-070.bin") && e.Err == nil {
+			found = true
+			if e.Offset != stallAt || e.Length != size-stallAt {
+				t.Fatalf("hedge of the stalled body asked %d+%d, want the missing %d+%d", e.Offset, e.Length, stallAt, size-stallAt)
+			}
+		}
+	}
+	if !found || ss.HedgesWon == 0 {
+		t.Fatalf("the stalled body was not hedged (hedges %v)", hedges)
+	}
+}
+
+// queryStore counts the GETs running at once per object-name prefix (one
+// prefix per query).
+type queryStore struct {
+	memStore
+	mu       sync.Mutex
+	cur, max map[string]int
+}
+
+func (q *queryStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	prefix, _, _ := strings.Cut(name, "/")
+	q.mu.Lock()
+	q.cur[prefix]++
+	q.max[prefix] = max(q.max[prefix], q.cur[prefix])
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.cur[prefix]--
+		q.mu.Unlock()
+	}()
+	return q.memStore.GetRange(ctx, name, off, length)
+}
+
+// TestQueryLimits: two queries on one scheduler each run at most their own
+// share, and one query's share leaves the other's alone (issue 9: the last
+// query to start set the worker count for all).
+func TestQueryLimits(t *testing.T) {
+	leakCheck(t)
+	objects := map[string][]byte{}
+	for name, data := range randomObjects(25, 40, 1<<10) {
+		objects["a/"+name] = data
+		objects["b/"+name] = data
+	}
+	qs := &queryStore{memStore: memStore{objects: objects, delay: func(string, int64) time.Duration { return 10 * time.Millisecond }},
+		cur: map[string]int{}, max: map[string]int{}}
+	s := newScheduler(t, iosched.Options{Parallelism: 8, NoHedge: true})
+	s.SetQueryLimit(1, 2)
+	s.SetQueryLimit(2, 5)
+	reqs := func(prefix string, q uint64) []iosched.Request {
+		var out []iosched.Request
+		for i := range 40 {
+			out = append(out, iosched.Request{Store: qs, Name: fmt.Sprintf("%s/obj-%03d.bin", prefix, i), Length: 1 << 10,
+				Priority: iosched.Priority{Query: q, Seq: int64(i)}})
+		}
+		return out
+	}
+	a := s.Submit(context.Background(), reqs("a", 1))
+	b := s.Submit(context.Background(), reqs("b", 2))
+	for _, batch := range []*iosched.Batch{a, b} {
+		if _, err := batch.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if qs.max["a"] != 2 || qs.max["b"] != 5 {
+		t.Fatalf("at most %d and %d GETs at once, want the shares 2 and 5", qs.max["a"], qs.max["b"])
+	}
+	if p := s.Parallelism(); p != 8 {
+		t.Fatalf("parallelism %d after setting shares, want 8", p)
+	}
+	s.EnsureParallelism(4)
+	if p := s.Parallelism(); p != 8 {
+		t.Fatalf("EnsureParallelism(4) changed the parallelism to %d", p)
+	}
+	s.EnsureParallelism(12)
+	if p := s.Parallelism(); p != 12 {
+		t.Fatalf("EnsureParallelism(12): parallelism %d", p)
+	}
+}
+
+// firstFaults is a faultproxy rule: the k-th request of path gets
+// faults[k-1], every other request other.
+func firstFaults(path string, other faultproxy.Fault, faults ...faultproxy.Fault) func(*http.Request, int64) (faultproxy.Fault, bool) {
+	var mu sync.Mutex
+	seen := 0
+	return func(r *http.Request, n int64) (faultproxy.Fault, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == path {
+			if seen++; seen <= len(faults) {
+				return faults[seen-1], true
+			}
+		}
+		return other, true
+	}
+}
+
+// TestHedgeFailsRetries: when the hedge of a stalled GET fails, or stalls
+// too, the stalled GET is ended as a timeout and retried, instead of
+// waiting out its stall.
+func TestHedgeFailsRetries(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		hedge faultproxy.Fault
+	}{
+		{"hedge fails", faultproxy.Fault{Kind: faultproxy.Status, Status: 500}},
+		{"hedge stalls", faultproxy.Fault{Kind: faultproxy.Stall, After: 10, Delay: 2 * time.Millisecond}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			leakCheck(t)
+			objects := randomObjects(26, 60, 8<<10)
+			p := proxied(t, fileServer(t, objects), faultproxy.Config{StallFor: time.Minute,
+				Rule: firstFaults("/obj-050.bin", faultproxy.Fault{Delay: 2 * time.Millisecond},
+					faultproxy.Fault{Kind: faultproxy.Stall, After: 1000, Delay: 2 * time.Millisecond}, c.hedge)})
+			st, pre := openStore(t, p.URL+"/", store.Options{})
+			s := newScheduler(t, iosched.Options{Parallelism: 4, CoalesceGap: -1, Backoff: time.Millisecond})
+			got, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAll(t, got, objects)
+			// The first GET of obj-050 stalls (for a minute), its hedge fails
+			// or stalls: both end, and a third GET answers.
+			if n := p.Count("/obj-050.bin"); n != 3 {
+				t.Fatalf("obj-050 was asked %d times, want 3 (stalled, hedge, retry)", n)
+			}
+			if ss := s.Stats(); ss.Retries != 1 {
+				t.Fatalf("retries %d, want 1", ss.Retries)
+			}
+		})
+	}
+}
+
+// TestHedgeBeforeSamples: a GET of a size never seen before is hedged on
+// what the model expects, so a scan's first GETs are covered too.
+func TestHedgeBeforeSamples(t *testing.T) {
+	leakCheck(t)
+	objects := randomObjects(27, 2, 256<<10)
+	p := proxied(t, fileServer(t, objects), faultproxy.Config{StallFor: time.Minute,
+		Rule: firstFaults("/obj-001.bin", faultproxy.Fault{}, faultproxy.Fault{Kind: faultproxy.Stall, After: 0})})
+	st, pre := openStore(t, p.URL+"/", store.Options{})
+	s := newScheduler(t, iosched.Options{Parallelism: 1})
+	reqs := wholeReqs(st, pre, objects, 0)
+	// Small GETs teach the model the latency (and earn the hedge budget,
+	// 5 % of the GETs); then the whole objects.
+	for range 40 {
+		if _, err := s.Fetch(context.Background(), []iosched.Request{{Store: st, Name: reqs[0].Name, Length: 100}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Fetch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, got, objects)
+	if ss := s.Stats(); ss.HedgesWon != 1 {
+		t.Fatalf("hedges %d won %d, want the stalled first GET of its size hedged", ss.HedgesIssued, ss.HedgesWon)
+	}
+}

@@ -1,0 +1,105 @@
+package scanner
+
+// Whether reading only some columns of a chunk pays.
+//
+// A projected read of an IPC file costs round trips a whole read does not:
+// the file's tail (footer), then the batches' metadata, then the columns'
+// ranges, against one GET. It saves the bytes of the other columns. Both
+// are priced with what the scheduler has measured of the store as the scan
+// runs (iosched.Model): the bytes saved at one GET's bandwidth against the
+// extra round trips at its latency. A chunk below that break-even, such as
+// a small chunk behind a high-latency store, is read whole in one GET.
+
+import (
+	"github.com/remote-segments/remote_segments/iosched"
+)
+
+// extraRoundTrips is what a projected read adds to a whole one.
+const extraRoundTrips = 2
+
+// projectionSavesTime reports whether reading need bytes of a chunk of size
+// bytes in extraRoundTrips more round trips beats reading all of it, by m.
+func projectionSavesTime(m iosched.Model, size, need int64) bool {
+	saved := size - need
+	if saved <= 0 || m.Bandwidth <= 0 {
+		return false
+	}
+	return float64(saved)/m.Bandwidth > extraRoundTrips*m.Latency.Seconds()
+}
+
+// projectedBytes estimates the bytes a projected read of a chunk of size
+// bytes fetches: the fields' share of the body and the tail.
+func (s *Scan) projectedBytes(size int64) int64 {
+	var need int64
+	for _, f := range s.fields {
+		need += s.plan.colBytes[f]
+	}
+	return int64(float64(size)*float64(need)/float64(s.plan.bodyLen)) + s.tailWant()
+}
+
+// tailWant is how much of a file's end a projected read asks for first:
+// the first chunk's footer with room to spare (learned at Start, or from
+// the first projected chunk when the first chunk was no IPC file); until
+// then tailGuess.
+func (s *Scan) tailWant() int64 {
+	if s.ipcPlan.tail > 0 {
+		return s.ipcPlan.tail
+	}
+	if f := s.footerLen.Load(); f > 0 {
+		return f + f/4 + 1<<10 + ipcTrailerLen
+	}
+	return tailGuess
+}
+
+// planProjection decides whether the scan may read only fields' buffers
+// (shouldProject) and, if so, learns from the first chunk's bytes, which
+// bind left in memory, where its footer and its columns sit: a projected
+// read of a similar chunk then takes two sequential round trips, the tail
+// and then the metadata with the predicted column ranges in one wave.
+func (s *Scan) planProjection(fields []int) bool {
+	if !s.plan.shouldProject(fields) {
+		return false
+	}
+	s.plan.firstMu.Lock()
+	first := s.plan.first
+	s.plan.firstMu.Unlock()
+	if first != nil {
+		s.ipcPlan = learnReadPlan(first)
+	}
+	return true
+}
+
+// chunkProjects decides for chunk c whether the scan reads only its
+// fields' buffers: the scan can project (shouldProject), the chunk's
+// length is known, its bytes are not in memory already, and the cost
+// model says it pays.
+func (s *Scan) chunkProjects(c *Chunk) bool {
+	if !s.projected {
+		return false
+	}
+	size := c.wireLength()
+	if size < 0 || s.firstInMemory(c) {
+		return false
+	}
+	return projectionSavesTime(s.sched.Model(), size, s.projectedBytes(size))
+}
+
+// share is the scan's max_parallel_io: its own cap (SetQueryLimit) when
+// it set one, else the domain's parallelism p.
+func (s *Scan) share(p int) int {
+	if n := s.plan.cfg.MaxParallelIO; n > 0 {
+		return min(n, p)
+	}
+	return p
+}
+
+// firstInMemory reports whether chunk c is the first chunk whose bytes bind
+// left in memory: reading it whole costs no IO at all.
+func (s *Scan) firstInMemory(c *Chunk) bool {
+	if c.Row != 0 {
+		return false
+	}
+	s.plan.firstMu.Lock()
+	defer s.plan.firstMu.Unlock()
+	return s.plan.first != nil
+}

@@ -1,0 +1,446 @@
+// Command io measures the scan's remote IO against a raw ranged-GET loop over
+// the same objects at the same concurrency, in one run, on versitygw behind
+// test/faultproxy (30 ms per request by default):
+//
+//		go run ./test/bench/io [-out build/bench] [-mix-runs 10]
+//
+//	 1. ~1,000 objects of ~120 KiB (half IPC file, half IPC stream), a catalog
+//	    with lengths: the narrow scan (one column, x) and the wide one (every
+//	    column) at max_parallel_io 4, 16 and 64, each as the objects' bytes
+//	    over the time from the first to the last request at the proxy,
+//	    against the raw loop (P goroutines GETting whole objects);
+//	 2. ~2,000 objects of a few KiB, one column: fault-free against the mix
+//	    (5 % 503 SlowDown, 1 % connection resets mid-body, 1 % 5-s stalls),
+//	    several runs of the mix, failures counted;
+//	 3. overload: a proxy that serves 16 GETs at once and answers 503
+//	    SlowDown beyond: the scan asking 64 against the scan told 16;
+//	 4. large objects (64 MiB chunks, split into 8 MiB request_size parts):
+//	    the scan against the raw loop of the same parts at P 16.
+//
+// The scan is the scanner package (the table function's pipeline without
+// DuckDB): Bind, Start with the query's columns, two goroutines taking
+// batches and summing x, which is checked against the generator's sums.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/scanner"
+	"github.com/remote-segments/remote_segments/test/datagen"
+	"github.com/remote-segments/remote_segments/test/faultproxy"
+	"github.com/remote-segments/remote_segments/test/s3server"
+)
+
+var (
+	out      = flag.String("out", "build/bench", "where the datasets and versitygw's files go")
+	latency  = flag.Duration("latency", 30*time.Millisecond, "latency the proxy adds to every request")
+	mixRuns  = flag.Int("mix-runs", 10, "runs of the small-object scan under the fault mix")
+	largeN   = flag.Int("large", 4, "64 MiB chunks in the large-object case, half IPC files, half streams (0: skip it)")
+	parallel = flag.String("p", "4,16,64", "max_parallel_io values of the first table")
+	tables   = flag.String("tables", "1,2,3,4", "which tables to run")
+	budget   = flag.String("budget", "", "memory_budget of every scan (empty: the adaptive default)")
+)
+
+// dataset is a set of objects on S3 with its catalog and expected sums.
+type dataset struct {
+	name  string
+	keys  []string
+	sizes []int64
+	bytes int64
+	rows  int64
+	sumX  int64
+}
+
+// runResult is one measured run.
+type runResult struct {
+	window   time.Duration // first to last request at the proxy
+	inFlight float64       // time-averaged requests in flight at the proxy over the window
+	cpu      time.Duration // this process's CPU time (proxy, client, decode; not versitygw)
+	requests int64
+	proxy    faultproxy.Stats
+	stats    scanner.Stats
+	err      error
+}
+
+func (r runResult) mibps(d *dataset) float64 {
+	return float64(d.bytes) / (1 << 20) / r.window.Seconds()
+}
+
+type bench struct {
+	srv    *s3server.Server
+	traces int
+}
+
+// tracePath is where the next scan writes its Chrome trace when
+// IOBENCH_TRACE names a path prefix ("": no trace).
+func (b *bench) tracePath() string {
+	prefix := os.Getenv("IOBENCH_TRACE")
+	if prefix == "" {
+		return ""
+	}
+	b.traces++
+	return fmt.Sprintf("%s.%d.json", prefix, b.traces)
+}
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	fmt.Printf("io benchmark: versitygw behind faultproxy (%v per request), memory_budget %q; %s\n", *latency, *budget, loadAvg())
+	root, _ := filepath.Abs(filepath.Join(*out, "io-bench"))
+	os.RemoveAll(root)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	srv, err := s3server.Start(context.Background(), filepath.Join(root, "s3"), "bench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	b := &bench{srv: srv}
+
+	mid := b.prepare(root, "mid", datagen.Spec{Segments: 128, ChunksPerSegment: 8, RowsPerChunk: 1600, BatchesPerChunk: 1, Seed: 8})
+	tiny := b.prepare(root, "tiny", datagen.Spec{Segments: 2000, ChunksPerSegment: 1, RowsPerChunk: 100, BatchesPerChunk: 1, Seed: 9})
+	var large *dataset
+	if *largeN > 0 {
+		large = b.prepare(root, "large", datagen.Spec{Segments: *largeN, ChunksPerSegment: 1, RowsPerChunk: 1_750_000, BatchesPerChunk: 4, Seed: 10})
+	}
+
+	run := func(n string) bool { return slices.Contains(strings.Split(*tables, ","), n) }
+	if run("1") {
+		b.table1(mid)
+	}
+	if run("2") {
+		b.table2(tiny)
+	}
+	if run("3") {
+		b.table3(mid)
+	}
+	if large != nil && run("4") {
+		b.table4(large)
+	}
+	fmt.Printf("\nend: %s\n", loadAvg())
+}
+
+// prepare writes a dataset with the generator and uploads it.
+func (b *bench) prepare(root, name string, spec datagen.Spec) *dataset {
+	dir := filepath.Join(root, name)
+	stats, err := datagen.Write(dir, spec)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d := &dataset{name: name}
+	for _, s := range stats {
+		d.rows += s.Rows
+		d.sumX += s.SumX
+	}
+	var paths []string
+	filepath.Walk(filepath.Join(dir, "chunks"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			paths = append(paths, p)
+		}
+		return err
+	})
+	sort.Strings(paths)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, p := range paths {
+		rel, _ := filepath.Rel(root, p)
+		key := filepath.ToSlash(rel)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		d.keys = append(d.keys, key)
+		d.sizes = append(d.sizes, int64(len(data)))
+		d.bytes += int64(len(data))
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := b.srv.PutObject(context.Background(), "bench", key, data); err != nil {
+				mu.Lock()
+				log.Fatal(err)
+			}
+		})
+	}
+	wg.Wait()
+	os.RemoveAll(dir)
+	fmt.Printf("dataset %-5s: %d objects, %.1f MiB (%.1f KiB each on average), %d rows\n",
+		name, len(d.keys), float64(d.bytes)/(1<<20), float64(d.bytes)/float64(len(d.keys))/1024, d.rows)
+	return d
+}
+
+// storeOptions point at the proxy.
+func (b *bench) storeOptions(p *faultproxy.Proxy) store.Options {
+	return store.Options{S3Endpoint: p.URL, S3AccessKeyID: b.srv.AccessKey, S3SecretAccessKey: b.srv.SecretKey, S3Region: b.srv.Region}
+}
+
+// measured fills r's window (from the first request's arrival at the proxy
+// to the last one's end), the average in flight over it, and the CPU time
+// since cpu0.
+func measured(r runResult, p *faultproxy.Proxy, cpu0 time.Duration) runResult {
+	ev := p.Events()
+	if len(ev) > 0 {
+		r.window = ev[len(ev)-1].T.Sub(ev[0].T)
+		r.inFlight = faultproxy.Average(ev, ev[0].T, ev[len(ev)-1].T)
+	}
+	r.proxy = p.Stats()
+	r.requests = r.proxy.Requests
+	r.cpu = cpuTime() - cpu0
+	return r
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// raw GETs every object (in parts of at most part bytes) with p goroutines.
+func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runResult {
+	proxy, err := faultproxy.New(b.srv.Endpoint, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer proxy.Close()
+	so := b.storeOptions(proxy)
+	so.MaxConns = p + 1
+	st, _, err := store.Open("s3://bench/", so)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	cpu0 := cpuTime()
+	type piece struct{ key, off, n int64 }
+	var pieces []piece
+	for i, size := range d.sizes {
+		for off := int64(0); off < size; off += part {
+			pieces = append(pieces, piece{int64(i), off, min(part, size-off)})
+		}
+	}
+	var next, got atomic.Int64
+	var firstErr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range p {
+		wg.Go(func() {
+			buf := make([]byte, part)
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(pieces)) || firstErr.Load() != nil {
+					return
+				}
+				pc := pieces[i]
+				body, err := st.GetRange(context.Background(), "bench/"+d.keys[pc.key], pc.off, pc.n)
+				if err == nil {
+					var n int
+					n, err = io.ReadFull(body, buf[:pc.n])
+					body.Close()
+					got.Add(int64(n))
+				}
+				if err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r := measured(runResult{}, proxy, cpu0)
+	if e := firstErr.Load(); e != nil {
+		r.err = *e
+	} else if got.Load() != d.bytes {
+		r.err = fmt.Errorf("raw loop read %d of %d bytes", got.Load(), d.bytes)
+	}
+	return r
+}
+
+// scan runs the scanner over d at max_parallel_io p, reading fields (nil:
+// all), and checks the rows and sum(x).
+func (b *bench) scan(d *dataset, pcfg faultproxy.Config, p int, fields []int) runResult {
+	proxy, err := faultproxy.New(b.srv.Endpoint, pcfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer proxy.Close()
+	rows := make([]scanner.Row, len(d.keys))
+	for i, k := range d.keys {
+		rows[i] = scanner.Row{"url": "s3://bench/" + k, "length": d.sizes[i]}
+	}
+	ctx := context.Background()
+	cpu0 := cpuTime()
+	cfg := scanner.Config{Rows: rows, Store: b.storeOptions(proxy), MaxParallelIO: p, Trace: b.tracePath()}
+	if *budget != "" {
+		if cfg.MemoryBudget, err = scanner.ParseBytes(*budget); err != nil {
+			log.Fatal(err)
+		}
+	}
+	plan, err := scanner.Bind(ctx, cfg)
+	if err != nil {
+		return runResult{err: err}
+	}
+	s, err := plan.Start(ctx, fields)
+	if err != nil {
+		return runResult{err: err}
+	}
+	var nrows, sumX atomic.Int64
+	var firstErr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				batch, err := s.Next()
+				if err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+				if batch == nil {
+					return
+				}
+				x := batch.Column(0).(*array.Int64)
+				var sum int64
+				for i := range x.Len() {
+					if x.IsValid(i) {
+						sum += x.Value(i)
+					}
+				}
+				sumX.Add(sum)
+				nrows.Add(batch.Record.NumRows())
+				batch.Consumed(batch.Record.NumRows())
+				batch.Close()
+			}
+		})
+	}
+	wg.Wait()
+	s.Close()
+	r := measured(runResult{stats: s.Stats()}, proxy, cpu0)
+	if e := firstErr.Load(); e != nil {
+		r.err = *e
+	} else if nrows.Load() != d.rows || sumX.Load() != d.sumX {
+		r.err = fmt.Errorf("%d rows, sum(x) %d; want %d and %d", nrows.Load(), sumX.Load(), d.rows, d.sumX)
+	}
+	return r
+}
+
+func must(what string, r runResult) runResult {
+	if r.err != nil {
+		log.Fatalf("%s: %v", what, r.err)
+	}
+	return r
+}
+
+// table1: narrow and wide scans against the raw loop at each P.
+func (b *bench) table1(d *dataset) {
+	fmt.Printf("\n1. %d objects × ~%.0f KiB (IPC file and stream), catalog with lengths, proxy %v: scan MiB/s ÷ raw loop MiB/s (%s)\n",
+		len(d.keys), float64(d.bytes)/float64(len(d.keys))/1024, *latency, loadAvg())
+	fmt.Printf("%4s %9s %9s %7s %9s %7s %10s %10s %10s %9s %9s %9s\n", "P", "raw MiB/s", "narrow", "ratio", "wide", "ratio",
+		"req narrow", "req wide", "rt/chunk n", "inflight", "n", "w")
+	cfg := faultproxy.Config{Latency: *latency}
+	for _, f := range strings.Split(*parallel, ",") {
+		var p int
+		fmt.Sscan(f, &p)
+		raw := must("raw", b.raw(d, cfg, p, 8<<20))
+		narrow := must("narrow", b.scan(d, cfg, p, []int{0}))
+		wide := must("wide", b.scan(d, cfg, p, nil))
+		fmt.Printf("%4d %9.1f %9.1f %6.2f× %9.1f %6.2f× %10d %10d %10.2f %9.1f %9.1f %9.1f   cpu s raw %.2f n %.2f w %.2f\n", p, raw.mibps(d),
+			narrow.mibps(d), raw.window.Seconds()/narrow.window.Seconds(),
+			wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(),
+			narrow.requests, wide.requests,
+			float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)),
+			raw.inFlight, narrow.inFlight, wide.inFlight, raw.cpu.Seconds(), narrow.cpu.Seconds(), wide.cpu.Seconds())
+		if os.Getenv("IOBENCH_VERBOSE") != "" {
+			for _, r := range []runResult{narrow, wide} {
+				fmt.Printf("      limit min %d, hedges %d, budget cap %d peak %d waits %d (%v), io_utilization %.2f, wall %v\n",
+					r.stats.LimitMin, r.stats.HedgesIssued, r.stats.Budget.Cap, r.stats.Budget.Peak, r.stats.Budget.Waits,
+					r.stats.Budget.TotalWait, r.stats.IOUtilization, r.stats.Wall)
+			}
+		}
+	}
+	fmt.Println("requests: at the proxy, bind included; rt/chunk n: sequential request waves per chunk of the narrow scan (the first chunk is read at bind);")
+	fmt.Println("inflight: time-averaged requests in flight at the proxy (raw, narrow, wide); cpu s: this process's CPU seconds (proxy + client + decode; versitygw apart)")
+}
+
+// table2: small objects, fault-free against the mix.
+func (b *bench) table2(d *dataset) {
+	fmt.Printf("\n2. %d objects × ~%.1f KiB, one column, max_parallel_io 64, proxy %v: fault-free against 5 %% 503 + 1 %% resets + 1 %% 5-s stalls (%s)\n",
+		len(d.keys), float64(d.bytes)/float64(len(d.keys))/1024, *latency, loadAvg())
+	clean := must("fault-free", b.scan(d, faultproxy.Config{Latency: *latency}, 64, []int{0}))
+	fmt.Printf("fault-free: %v, %d requests (%.2f per object), limit min %d\n", clean.window.Round(time.Millisecond),
+		clean.requests, float64(clean.requests)/float64(len(d.keys)), clean.stats.LimitMin)
+	var ratios []float64
+	failures := 0
+	for run := range *mixRuns {
+		cfg := faultproxy.Config{Latency: *latency, SlowDown: 0.05, Reset: 0.01, Stall: 0.01, StallFor: 5 * time.Second, Seed: uint64(100 + run)}
+		r := b.scan(d, cfg, 64, []int{0})
+		if r.err != nil {
+			failures++
+			fmt.Printf("  mix run %d: FAILED: %v\n", run+1, r.err)
+			continue
+		}
+		ratio := r.window.Seconds() / clean.window.Seconds()
+		ratios = append(ratios, ratio)
+		fmt.Printf("  mix run %2d: %v = %.2f× fault-free; %d requests, faults %v; retries %d, hedges %d (won %d), throttled %d, limit min %d final %d\n",
+			run+1, r.window.Round(time.Millisecond), ratio, r.requests, r.proxy.Faults, r.stats.Retries, r.stats.HedgesIssued, r.stats.HedgesWon,
+			r.stats.Throttled, r.stats.LimitMin, r.stats.LimitFinal)
+	}
+	slices.Sort(ratios)
+	if len(ratios) > 0 {
+		fmt.Printf("mix: %d runs, %d failures; time ÷ fault-free: median %.2f×, worst %.2f×\n", *mixRuns, failures, ratios[len(ratios)/2], ratios[len(ratios)-1])
+	}
+}
+
+// table3: overload.
+func (b *bench) table3(d *dataset) {
+	fmt.Printf("\n3. overload: a store that serves 16 GETs at once (503 SlowDown beyond), %d objects, every column (%s)\n", len(d.keys), loadAvg())
+	cfg := faultproxy.Config{Latency: *latency, Capacity: 16}
+	told16 := must("told 16", b.scan(d, cfg, 16, nil))
+	asks64 := must("asks 64", b.scan(d, cfg, 64, nil))
+	fmt.Printf("told 16: %v, %d requests, %d SlowDowns\n", told16.window.Round(time.Millisecond), told16.requests, told16.proxy.OverCapacity)
+	fmt.Printf("asks 64: %v = %.2f× told 16; %d requests, %d SlowDowns (%.1f %%); limit min %d final %d\n",
+		asks64.window.Round(time.Millisecond), asks64.window.Seconds()/told16.window.Seconds(), asks64.requests,
+		asks64.proxy.OverCapacity, 100*float64(asks64.proxy.OverCapacity)/float64(asks64.requests), asks64.stats.LimitMin, asks64.stats.LimitFinal)
+}
+
+// table4: large objects.
+func (b *bench) table4(d *dataset) {
+	fmt.Printf("\n4. %d objects × ~%.0f MiB, request_size 8 MiB, max_parallel_io 16, proxy %v (%s)\n",
+		len(d.keys), float64(d.bytes)/float64(len(d.keys))/(1<<20), *latency, loadAvg())
+	cfg := faultproxy.Config{Latency: *latency}
+	raw := must("raw", b.raw(d, cfg, 16, 8<<20))
+	wide := must("wide", b.scan(d, cfg, 16, nil))
+	narrow := must("narrow", b.scan(d, cfg, 16, []int{0}))
+	fmt.Printf("raw loop of 8 MiB parts: %.1f MiB/s, %d requests\n", raw.mibps(d), raw.requests)
+	fmt.Printf("wide scan:   %.1f MiB/s = %.2f× raw; %d requests\n", wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(), wide.requests)
+	fmt.Printf("narrow scan: %v (%.2f× the raw loop's time); %d requests, %d chunks projected, %.1f MiB not fetched, %.2f round trips per chunk\n",
+		narrow.window.Round(time.Millisecond), raw.window.Seconds()/narrow.window.Seconds(), narrow.requests, narrow.stats.ProjectedChunks,
+		float64(narrow.stats.ProjectionSaved)/(1<<20), float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)))
+}
+
+func loadAvg() string {
+	out, err := exec.Command("uptime").Output()
+	if err != nil {
+		return "uptime: " + err.Error()
+	}
+	s := strings.TrimSpace(string(out))
+	if i := strings.Index(s, "load average"); i >= 0 {
+		return s[i:]
+	}
+	return s
+}
