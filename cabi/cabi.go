@@ -122,7 +122,7 @@ func rsBind(info C.duckdb_bind_info) {
 func bind(info C.duckdb_bind_info) error {
 	host := hostOf(info)
 	statement := host.statement(info)
-	cfg := scanner.Config{Allocator: mallocator.NewMallocator()}
+	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process}
 	if err := readSource(info, &cfg); err != nil {
 		return err
 	}

@@ -18,12 +18,19 @@ import (
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
-// Host is what a DuckDB host hands down to the functions it registers: whether
-// the scans may tune the process's Go runtime, and where a scan finds the
-// context of the statement that runs it. A zero Host is valid: the runtime's
-// settings are left alone, and every scan runs under context.Background(),
-// ended only by DuckDB (a LIMIT, an error, an interrupt).
+// Host is what a DuckDB host hands down to the functions it registers: the
+// memory limit their scans share, whether the scans may tune the process's Go
+// runtime, and where a scan finds the context of the statement that runs it.
+// A zero Host is valid: each scan is bounded by its own budget only, the
+// runtime's settings are left alone, and every scan runs under
+// context.Background(), ended only by DuckDB (a LIMIT, an error, an
+// interrupt).
 type Host struct {
+	// Process, when set, is shared by every scan of the functions
+	// registered with this Host: its memory limit is the parent of each
+	// scan's budget, so the database's concurrent queries together stay
+	// under one ceiling.
+	Process *scanner.Process
 	// TuneMemoryLimit lets the scans keep the Go runtime's soft memory limit
 	// (debug.SetMemoryLimit) at the running scans' budgets plus headroom.
 	// Only a host whose Go runtime serves nothing but the scans (the loadable
@@ -80,9 +87,20 @@ func Register(con unsafe.Pointer, h Host) error {
 }
 
 //export rsLoadableHost
-func rsLoadableHost() C.uintptr_t {
-	// The loadable extension's Go runtime serves only the scans.
-	return C.uintptr_t(cgo.NewHandle(&Host{TuneMemoryLimit: true}))
+func rsLoadableHost(errOut **C.char) (h C.uintptr_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			*errOut, h = C.CString(errorText(r)), 0
+		}
+	}()
+	limit, err := scanner.DefaultMemoryLimit()
+	if err != nil {
+		*errOut = C.CString(err.Error())
+		return 0
+	}
+	// One memory limit for the scans of the database that loads the
+	// extension; its Go runtime serves only the scans, so they may tune it.
+	return C.uintptr_t(cgo.NewHandle(&Host{TuneMemoryLimit: true, Process: scanner.NewProcess(limit)}))
 }
 
 // hostOf returns the Host a bind's function was registered with.

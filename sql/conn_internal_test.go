@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"runtime/debug"
+	"sync"
 	"testing"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -146,5 +148,59 @@ func TestWithConnInit(t *testing.T) {
 	}
 	if err := OpenDB(t, c).Ping(); !errors.Is(err, failing) {
 		t.Errorf("Ping with a failing init: %v, want its error", err)
+	}
+}
+
+// TestScansShareTheMemoryLimit runs many queries at once through one *sql.DB
+// under a small WithMemoryLimit: every answer is right, every scan's budget
+// is capped by the limit, the limit's budget was used by the scans and holds
+// nothing once they are done.
+func TestScansShareTheMemoryLimit(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	const limit = 1 << 20
+	c, reg, err := newConnector("", WithMemoryLimit(limit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := OpenDB(t, c)
+	const source = "testdata/chunks/"
+	// remote_segments_stats() shows every scan of the process: this test's
+	// are the ones after the newest scan so far.
+	var before int64
+	if err := db.QueryRow("SELECT coalesce(max(scan_id), 0) FROM remote_segments_stats()").Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			var n, sum int64
+			err := db.QueryRow("SELECT count(*), sum(x) FROM remote_segments(?)", source).Scan(&n, &sum)
+			if err == nil && (n != 1434 || sum != 4697963-33580514) {
+				err = fmt.Errorf("count %d, sum %d; want 1434, %d", n, sum, 4697963-33580514)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	var scans, maxCap int64
+	if err := db.QueryRow("SELECT count(*), max(budget_cap) FROM remote_segments_stats() WHERE scan_id > ?", before).Scan(&scans, &maxCap); err != nil {
+		t.Fatal(err)
+	}
+	if scans != 8 || maxCap > limit {
+		t.Errorf("%d scans, the largest budget cap %d; want 8, at most the limit %d", scans, maxCap, limit)
+	}
+	st := reg.process.Memory.Stats()
+	if st.Peak == 0 || st.InUse != 0 {
+		t.Errorf("the shared limit: peak %d, in use %d after the scans; want some, then 0", st.Peak, st.InUse)
+	}
+	if _, err := NewConnector("", WithMemoryLimit(0)); err == nil {
+		t.Error("WithMemoryLimit(0) was accepted")
 	}
 }

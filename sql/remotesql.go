@@ -13,6 +13,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/remote-segments/remote_segments/cabi"
+	"github.com/remote-segments/remote_segments/scanner"
 	"github.com/remote-segments/remote_segments/sql/internal/staticapi"
 )
 
@@ -20,8 +21,19 @@ import (
 type Option func(*config)
 
 type config struct {
-	connInit  func(driver.ExecerContext) error
-	tuneLimit bool
+	connInit    func(driver.ExecerContext) error
+	tuneLimit   bool
+	memoryLimit int64 // 0: the environment's default
+	limitSet    bool
+}
+
+// WithMemoryLimit sets the memory limit that the scans of the connector's
+// database share: the parent of every scan's budget, so concurrent queries
+// together hold at most bytes (scanner.Process). Without it the limit is
+// REMOTE_SEGMENTS_MEMORY_LIMIT, else a quarter of the machine's memory.
+// NewConnector fails if bytes is not positive.
+func WithMemoryLimit(bytes int64) Option {
+	return func(c *config) { c.memoryLimit, c.limitSet = bytes, true }
 }
 
 // WithConnInit runs fn on every new connection after the functions are
@@ -48,7 +60,8 @@ func WithMemoryLimitTuning() Option {
 // 1.5.6): remotesql reaches the driver's raw connection, which the driver
 // does not export. Cancelling the context of a query stops its scans: queued
 // requests are dropped, running ones abort, and the scans' budgets return to
-// zero. The program's garbage-collector settings are left alone unless
+// zero. The scans of the database share one memory limit (WithMemoryLimit).
+// The program's garbage-collector settings are left alone unless
 // WithMemoryLimitTuning is given.
 //
 // It fails with ErrDriver when the program's DuckDB driver is not the
@@ -56,14 +69,30 @@ func WithMemoryLimitTuning() Option {
 // the driver's error when the database cannot be opened. Close the connector
 // (sql.DB.Close does) to close the database.
 func NewConnector(dsn string, opts ...Option) (driver.Connector, error) {
+	c, _, err := newConnector(dsn, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newConnector is NewConnector, also returning what registers the functions.
+func newConnector(dsn string, opts ...Option) (*duckdb.Connector, *registrar, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := selfCheck(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	reg := &registrar{tuneLimit: cfg.tuneLimit}
+	if cfg.limitSet && cfg.memoryLimit <= 0 {
+		return nil, nil, fmt.Errorf("remotesql: WithMemoryLimit(%d): the limit must be positive", cfg.memoryLimit)
+	}
+	proc, err := newProcess(cfg.memoryLimit)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg := &registrar{tuneLimit: cfg.tuneLimit, process: proc}
 	c, err := duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
 		rc, err := accessConn(execer)
 		if err != nil {
@@ -78,19 +107,33 @@ func NewConnector(dsn string, opts ...Option) (driver.Connector, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, reg, nil
+}
+
+// newProcess returns the value the scans of one database share; limit 0
+// means the environment's default (scanner.DefaultMemoryLimit).
+func newProcess(limit int64) (*scanner.Process, error) {
+	if limit == 0 {
+		var err error
+		if limit, err = scanner.DefaultMemoryLimit(); err != nil {
+			return nil, err
+		}
+	}
+	return scanner.NewProcess(limit), nil
 }
 
 // Register adds remote_segments and remote_segments_stats to the database of
 // conn, a connection of the DuckDB Go driver; every connection of that
 // database sees them. Registering on a database that has them already does
-// nothing. Scans registered this way stop when the context of their query is
-// cancelled, as with NewConnector.
+// nothing. As with NewConnector, the scans stop when the context of their
+// query is cancelled, and share one memory limit (REMOTE_SEGMENTS_MEMORY_LIMIT,
+// else a quarter of the machine's memory).
 //
 // It fails with ErrDriver when conn is not a connection of the supported
-// driver version, and with DuckDB's error when registration fails.
+// driver version, with an error naming REMOTE_SEGMENTS_MEMORY_LIMIT when that
+// is malformed, and with DuckDB's error when registration fails.
 func Register(ctx context.Context, conn *sql.Conn) error {
 	rc, err := checkConn(conn)
 	if err != nil {
@@ -104,8 +147,12 @@ func Register(ctx context.Context, conn *sql.Conn) error {
 	if present {
 		return nil
 	}
+	proc, err := newProcess(0)
+	if err != nil {
+		return err
+	}
 	return conn.Raw(func(any) error {
-		return (&registrar{}).register(rc)
+		return (&registrar{process: proc}).register(rc)
 	})
 }
 
@@ -136,6 +183,7 @@ func selfCheck() error {
 // functions in the database's catalog, shared by its connections.
 type registrar struct {
 	tuneLimit bool
+	process   *scanner.Process // one memory limit for the database's scans
 	mu        sync.Mutex
 	done      bool
 }
@@ -149,7 +197,7 @@ func (r *registrar) register(rc rawConn) error {
 	if err := cabi.UseAPI(staticapi.Table()); err != nil {
 		return err
 	}
-	h := cabi.Host{TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}}
+	h := cabi.Host{Process: r.process, TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}}
 	if err := cabi.Register(rc.con, h); err != nil {
 		return fmt.Errorf("remotesql: %w", err)
 	}
