@@ -1,7 +1,6 @@
 package cabi
 
 /*
-#include <stdlib.h>
 #include "rs.h"
 */
 import "C"
@@ -78,6 +77,9 @@ func UseAPI(table unsafe.Pointer, n int) error {
 func Register(con unsafe.Pointer, h Host) error {
 	if con == nil {
 		return errors.New("cabi: Register: nil duckdb_connection")
+	}
+	if !bool(C.rs_api_ready()) {
+		return errors.New("cabi: Register: the C API function table is not set (UseAPI)")
 	}
 	var msg *C.char
 	if !bool(C.rs_register(C.duckdb_connection(con), C.uintptr_t(cgo.NewHandle(&h)), &msg)) {

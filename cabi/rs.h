@@ -85,6 +85,9 @@ bool rs_register(duckdb_connection con, uintptr_t host, char **error);
 // copies. It returns false when size is not the size of that struct.
 bool rs_use_api(const void *table, size_t size);
 
+// rs_api_ready reports whether the function table has been filled.
+bool rs_api_ready(void);
+
 // Small wrappers so Go never names an API-table entry itself.
 char *rs_bind_get_varchar(duckdb_bind_info info, idx_t index);
 char *rs_bind_get_named_varchar(duckdb_bind_info info, const char *name, bool *present);
