@@ -95,7 +95,7 @@ TEST_DATA := build/test-data
 # host on DuckDB 1.4.4, and the Go-driver host; a missing host fails (-strict).
 test-sql: release $(GOHOST)
 	go run ./test/cmd/datagen -types -out $(TEST_DATA)
-	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 GORACE=halt_on_error=1 go run ./test/cmd/sqltest -serve -strict \
+	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 REMOTE_SEGMENTS_MEMORY_LIMIT=512MiB GORACE=halt_on_error=1 go run ./test/cmd/sqltest -serve -strict \
 		-ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -host14 $(CURDIR)/$(HOST14) \
 		-gohost $(CURDIR)/$(GOHOST) -data $(CURDIR)/$(TEST_DATA) test/sql
 

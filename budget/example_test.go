@@ -81,3 +81,25 @@ func ExampleBudget_String() {
 	// Output:
 	// budget cap=64.0MiB in_use=0B peak=100.0MiB (156.2%) waits=0 wait=0s max_wait=0s oversize=1 overcommit=0 ratio=1.00 reserved=100.0MiB committed=90.0MiB released=90.0MiB
 }
+
+// Buffers come from the budget's pool and go back to it when their lease
+// closes: the next chunk reuses memory the last one already faulted in.
+func ExampleLease_Buffer() {
+	ctx := context.Background()
+	b := budget.New(64<<20, budget.WithMultiplier(1))
+	for chunk := range 3 {
+		lease, err := b.Reserve(ctx, 8<<20)
+		if err != nil {
+			return
+		}
+		buf := lease.Buffer(8 << 20) // fetch the chunk into buf, decode it
+		_ = buf
+		lease.Close() // DuckDB consumed the chunk: buf goes back to the pool
+		st := b.PoolStats()
+		fmt.Printf("chunk %d: buffers allocated %d, reused %d\n", chunk, st.Fresh, st.Reused)
+	}
+	// Output:
+	// chunk 0: buffers allocated 1, reused 0
+	// chunk 1: buffers allocated 1, reused 1
+	// chunk 2: buffers allocated 1, reused 2
+}

@@ -30,6 +30,11 @@ func FuzzBudget(f *testing.F) {
 	// Grow before Commit (above the caps), then after it and after Close.
 	f.Add([]byte{10, 8, 6, 0, 1, opReserve, 1, 6, opGrow, 0, 30, opReserve, 2, 5, opCommit, 0, 4,
 		opGrow, 0, 1, opClose, 0, opGrow, 0, 1, opClose, 1})
+	// A root that lets idle children pass (multiplier byte 0x81: 1.0, idle):
+	// child 1 fills it, child 2 passes it, then queues, then passes again
+	// once it holds nothing.
+	f.Add([]byte{10, 20, 20, 1, 0x81, opReserve, 1, 10, opReserve, 2, 5, opReserve, 1, 3, opReserve, 2, 4,
+		opClose, 1, opClose, 3, opClose, 0, opClose, 2})
 	// Misuse: release more than held, commit twice, use after close.
 	f.Add([]byte{50, 50, 50, 3, 1, opTryReserve, 1, 10, opRelease, 0, 255, opCommit, 0, 9,
 		opCommit, 0, 9, opClose, 0, opRelease, 0, 1, opCommit, 0, 1, opClose, 0})
@@ -87,6 +92,8 @@ type modelLevel struct {
 	releases, oversize, over   int64
 	waits, cancels             int64
 	mult, alpha                float64
+	idlePass                   bool
+	bypasses                   int64
 }
 
 // modelRequest is one reservation: pending while at >= 0, granted at -1.
@@ -113,6 +120,33 @@ func (m *model) chain(i int) []int {
 		c = append(c, i)
 	}
 	return c
+}
+
+// heldAt is the bytes owner's requests hold at level i.
+func (m *model) heldAt(i, owner int) int64 {
+	var n int64
+	for k := range m.reqs {
+		r := &m.reqs[k]
+		if r.owner != owner || r.cancelled {
+			continue
+		}
+		for _, j := range m.chain(owner) {
+			if j == r.at {
+				break // parked here: not granted at this level or above
+			}
+			if j == i {
+				n += r.held
+				break
+			}
+		}
+	}
+	return n
+}
+
+// passes reports whether a request of owner may pass level i's queue and
+// cap: i lets idle budgets pass and owner holds nothing there.
+func (m *model) passes(i, owner int) bool {
+	return m.levels[i].idlePass && i != owner && m.heldAt(i, owner) == 0
 }
 
 func (m *model) fits(i int, n int64) (ok, oversize bool) {
@@ -152,13 +186,32 @@ func (m *model) settle() {
 				}
 				m.grant(i, r.n)
 				l.queue = l.queue[1:]
-				r.at = l.parent
-				if r.at >= 0 {
-					m.levels[r.at].queue = append(m.levels[r.at].queue, id)
+				m.moveUp(i, id)
+				changed = true
+			}
+			for k := 0; k < len(l.queue); {
+				id := l.queue[k]
+				if !m.passes(i, m.reqs[id].owner) {
+					k++
+					continue
 				}
+				m.grant(i, m.reqs[id].n)
+				l.bypasses++
+				l.queue = append(l.queue[:k:k], l.queue[k+1:]...)
+				m.moveUp(i, id)
 				changed = true
 			}
 		}
+	}
+}
+
+// moveUp moves request id, just granted at level i, to i's parent's queue,
+// or marks it granted.
+func (m *model) moveUp(i, id int) {
+	r := &m.reqs[id]
+	r.at = m.levels[i].parent
+	if r.at >= 0 {
+		m.levels[r.at].queue = append(m.levels[r.at].queue, id)
 	}
 }
 
@@ -168,6 +221,9 @@ func (m *model) reserve(owner int, wire int64, try bool) (id int, ok bool) {
 	n := int64(math.Ceil(float64(wire) * m.levels[owner].mult))
 	stop := -1
 	for _, i := range m.chain(owner) {
+		if m.passes(i, owner) {
+			continue
+		}
 		if f, _ := m.fits(i, n); len(m.levels[i].queue) > 0 || !f {
 			stop = i
 			break
@@ -179,6 +235,9 @@ func (m *model) reserve(owner int, wire int64, try bool) (id int, ok bool) {
 	for _, i := range m.chain(owner) {
 		if i == stop {
 			break
+		}
+		if f, _ := m.fits(i, n); i != owner && (!f || len(m.levels[i].queue) > 0) {
+			m.levels[i].bypasses++
 		}
 		m.grant(i, n)
 	}
@@ -309,10 +368,16 @@ func runFuzzProgram(t *testing.T, data []byte) {
 	in := &fuzzInput{data: data}
 	caps := [3]int64{int64(in.byte() % 64), int64(in.byte() % 64), int64(in.byte() % 64)}
 	alpha := fuzzAlphas[in.byte()%byte(len(fuzzAlphas))]
-	mult := fuzzMultipliers[in.byte()%byte(len(fuzzMultipliers))]
+	mb := in.byte()
+	mult := fuzzMultipliers[mb%byte(len(fuzzMultipliers))]
+	idle := mb&0x80 != 0 // the root lets idle children pass (WithIdlePass)
 
 	r := &fuzzRun{t: t, pending: map[int]*pending{}, m: &model{}}
-	root := New(caps[0], WithAlpha(alpha), WithMultiplier(mult))
+	rootOpts := []Option{WithAlpha(alpha), WithMultiplier(mult)}
+	if idle {
+		rootOpts = append(rootOpts, WithIdlePass())
+	}
+	root := New(caps[0], rootOpts...)
 	r.budgets = []*Budget{root,
 		New(caps[1], WithParent(root), WithAlpha(alpha), WithMultiplier(mult)),
 		New(caps[2], WithParent(root), WithAlpha(alpha), WithMultiplier(mult)),
@@ -322,7 +387,7 @@ func runFuzzProgram(t *testing.T, data []byte) {
 		if i == 0 {
 			parent = -1
 		}
-		r.m.levels = append(r.m.levels, modelLevel{parent: parent, cap: c, alpha: alpha, mult: mult})
+		r.m.levels = append(r.m.levels, modelLevel{parent: parent, cap: c, alpha: alpha, mult: mult, idlePass: idle && i == 0})
 	}
 	defer r.cleanup()
 
@@ -470,7 +535,7 @@ func (r *fuzzRun) compare(step int, desc string) {
 			Reserved: ml.reserved, Committed: ml.committed, Grown: ml.grown, Refunded: ml.refunded, Released: ml.released,
 			Releases: ml.releases, Queued: len(ml.queue), Waits: ml.waits, Cancels: ml.cancels,
 			OversizeAdmits: ml.oversize, Overcommits: ml.over, Multiplier: ml.mult,
-			TotalWait: got.TotalWait, MaxWait: got.MaxWait,
+			TotalWait: got.TotalWait, MaxWait: got.MaxWait, Bypasses: ml.bypasses,
 		}
 		if got != want {
 			t.Fatalf("step %d (%s): level %d\n got %+v\nwant %+v", step, desc, i, got, want)

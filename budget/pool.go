@@ -46,7 +46,7 @@ type pool struct {
 	closed           bool // ClosePool: keep nothing
 }
 
-// get returns a buffer of length n and capacity poolClass(n) (n >= PoolMin):
+// get returns a buffer of length n and capacity poolClass(n) (n > PoolMin):
 // a free one of its class, else a new one, after dropping free buffers of
 // other classes as long as the pool would otherwise exceed its limit.
 func (p *pool) get(n int) []byte {

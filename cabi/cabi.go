@@ -121,6 +121,9 @@ func rsBind(info C.duckdb_bind_info) {
 
 func bind(info C.duckdb_bind_info) error {
 	host := hostOf(info)
+	if host.loadErr != nil {
+		return host.loadErr
+	}
 	statement := host.statement(info)
 	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process}
 	if err := readSource(info, &cfg); err != nil {

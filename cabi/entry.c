@@ -1,7 +1,5 @@
 // entry.c: the loadable extension's entry point, remote_segments_init_c_api.
 // It is the only symbol the extension exports (extension/exports.map).
-#include <stdlib.h>
-
 #include "rs.h"
 #include "_cgo_export.h"
 
@@ -11,13 +9,7 @@ DUCKDB_EXTENSION_EXTERN_C_GUARD_OPEN
 DUCKDB_CAPI_ENTRY_VISIBILITY DUCKDB_EXTENSION_API bool remote_segments_init_c_api(duckdb_extension_info info,
                                                                                  struct duckdb_extension_access *access) {
 	DUCKDB_EXTENSION_API_INIT(info, access, DUCKDB_EXTENSION_API_VERSION_STRING);
-	char *host_error = NULL;
-	uintptr_t host = rsLoadableHost(&host_error);
-	if (!host) {
-		access->set_error(info, host_error ? host_error : "remote_segments: could not set up the extension");
-		free(host_error);
-		return false;
-	}
+	uintptr_t host = rsLoadableHost();
 	duckdb_database *db = access->get_database(info);
 	duckdb_connection con;
 	if (duckdb_connect(*db, &con) == DuckDBError) {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"runtime/cgo"
 	"runtime/debug"
+	"sync"
 	"unsafe"
 
 	"github.com/remote-segments/remote_segments/scanner"
@@ -26,9 +27,10 @@ import (
 // interrupt).
 type Host struct {
 	// Process, when set, is shared by every scan of the functions
-	// registered with this Host: its memory limit is the parent of each
-	// scan's budget, so the database's concurrent queries together stay
-	// under one ceiling.
+	// registered with this Host (and of any other Host given the same
+	// Process): its memory limit is the parent of every scan's budget, so
+	// concurrent queries together stay under one ceiling. Nil: each scan
+	// has only its own budget.
 	Process *scanner.Process
 	// TuneMemoryLimit lets the scans keep the Go runtime's soft memory limit
 	// (debug.SetMemoryLimit) at the running scans' budgets plus headroom.
@@ -38,6 +40,10 @@ type Host struct {
 	// Statements, when set, gives each scan the context of its statement, so
 	// that cancelling the statement stops the scan's requests at once.
 	Statements Statements
+	// loadErr, when set, fails every bind: the host could not be set up
+	// (a malformed REMOTE_SEGMENTS_MEMORY_LIMIT), and the extension's entry
+	// point has no better place to say so than the first query.
+	loadErr error
 }
 
 // Statements finds the context of the statement a scan runs in.
@@ -89,21 +95,20 @@ func Register(con unsafe.Pointer, h Host) error {
 }
 
 //export rsLoadableHost
-func rsLoadableHost(errOut **C.char) (h C.uintptr_t) {
-	defer func() {
-		if r := recover(); r != nil {
-			*errOut, h = C.CString(errorText(r)), 0
-		}
-	}()
-	limit, err := scanner.DefaultMemoryLimit()
-	if err != nil {
-		*errOut = C.CString(err.Error())
-		return 0
-	}
-	// One memory limit for the scans of the database that loads the
-	// extension; its Go runtime serves only the scans, so they may tune it.
-	return C.uintptr_t(cgo.NewHandle(&Host{TuneMemoryLimit: true, Process: scanner.NewProcess(limit)}))
+func rsLoadableHost() C.uintptr_t {
+	// The loadable extension's Go runtime serves only the scans. DuckDB
+	// calls the entry point once per database that loads the extension, but
+	// the shared library (and its Go runtime) once per process: every
+	// database shares the one Process.
+	h := &Host{TuneMemoryLimit: true}
+	h.Process, h.loadErr = loadableProcess()
+	return C.uintptr_t(cgo.NewHandle(h))
 }
+
+// loadableProcess is the loadable extension's Process, made at the first
+// load: its memory limit (REMOTE_SEGMENTS_MEMORY_LIMIT, or a quarter of
+// physical memory) is the ceiling of every scan in the host process.
+var loadableProcess = sync.OnceValues(scanner.ProcessFromEnv)
 
 // hostOf returns the Host a bind's function was registered with.
 func hostOf(info C.duckdb_bind_info) *Host {

@@ -37,6 +37,18 @@ func NewProcess(memoryLimit int64) *Process {
 	return &Process{Memory: budget.New(memoryLimit, budget.WithMultiplier(1), budget.WithIdlePass())}
 }
 
+// ProcessFromEnv returns a Process whose memory limit is
+// DefaultMemoryLimit: what a host calls once when it loads. On failure (a
+// malformed REMOTE_SEGMENTS_MEMORY_LIMIT) it returns the error naming the
+// variable.
+func ProcessFromEnv() (*Process, error) {
+	limit, err := DefaultMemoryLimit()
+	if err != nil {
+		return nil, err
+	}
+	return NewProcess(limit), nil
+}
+
 // DefaultMemoryLimit is the process memory limit the environment asks for:
 // REMOTE_SEGMENTS_MEMORY_LIMIT if set, else a quarter of the machine's
 // physical memory (4 GiB where that is unknown). A malformed variable is an

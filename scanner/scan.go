@@ -117,7 +117,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		sched.SetQueryLimit(s.id, p.cfg.MaxParallelIO)
 	}
 	s.sched, s.ioStart = sched, sched.Stats()
-	s.budget.SetCap(min(capacity, knee(largest, s.ioStart.Parallelism, p.cfg.RequestSize)))
+	s.budget.SetCap(min(capacity, knee(largest, s.share(s.ioStart.Parallelism), p.cfg.RequestSize)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		traceMux.add(s.id, s.trace)
@@ -250,9 +250,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 		}
 		return
 	}
-	actual := mem.live.Load() + retained
-	mem.committed.Store(true)
-	lease.Commit(actual)
+	actual := mem.commit(retained)
 	lease.Recycle(mem.recycle) // after the Commit, so the budget never shows less than is held
 	s.trace.budget(s.budget)
 	s.chunks.Add(1)
@@ -617,10 +615,12 @@ func (b *Batch) Close() {
 // and its decoded ones at once, and the budget shows both.
 type countingAllocator struct {
 	memory.Allocator
-	live      atomic.Int64
-	lease     *budget.Lease
-	committed atomic.Bool
-	recycle   []byte // the fetched bytes, once decoded into other memory
+	live    atomic.Int64
+	lease   *budget.Lease
+	recycle []byte // the fetched bytes, once decoded into other memory
+
+	mu        sync.Mutex // orders allocations' Grow before the Commit
+	committed bool
 }
 
 // The counts are of capacities: a pooled buffer is rounded up to its class,
@@ -640,9 +640,26 @@ func (a *countingAllocator) Reallocate(n int, b []byte) []byte {
 
 func (a *countingAllocator) grew(n int64) {
 	a.live.Add(n)
-	if n > 0 && a.lease != nil && !a.committed.Load() {
+	if n <= 0 || a.lease == nil {
+		return
+	}
+	a.mu.Lock()
+	if !a.committed {
 		a.lease.Grow(n) // the Commit replaces the whole charge
 	}
+	a.mu.Unlock()
+}
+
+// commit commits to the lease the bytes the allocator holds plus retained
+// (wire bytes the batches reference) and returns that size. Allocations
+// after it are counted but no longer charged: the lease's size is final.
+func (a *countingAllocator) commit(retained int64) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.committed = true
+	actual := a.live.Load() + retained
+	a.lease.Commit(actual)
+	return actual
 }
 
 func (a *countingAllocator) Free(b []byte) {

@@ -674,9 +674,15 @@ func TestDefaultMemoryLimit(t *testing.T) {
 	if n, err := DefaultMemoryLimit(); err != nil || n != 512<<20 {
 		t.Errorf("512MiB: %d, %v", n, err)
 	}
+	if p, err := ProcessFromEnv(); err != nil || p.Memory.Stats().Cap != 512<<20 {
+		t.Errorf("ProcessFromEnv: %v, %v", p, err)
+	}
 	t.Setenv(MemoryLimitEnv, "lots")
 	if _, err := DefaultMemoryLimit(); err == nil || !strings.Contains(err.Error(), MemoryLimitEnv) {
 		t.Errorf("a bad value: err = %v, want one naming %s", err, MemoryLimitEnv)
+	}
+	if _, err := ProcessFromEnv(); err == nil {
+		t.Error("ProcessFromEnv accepted a bad value")
 	}
 	t.Setenv(MemoryLimitEnv, "")
 	if n, err := DefaultMemoryLimit(); err != nil || n <= 0 || n != physicalMemory()/4 && physicalMemory() > 0 {

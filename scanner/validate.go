@@ -57,31 +57,23 @@ func lastOffset(d arrow.ArrayData, width int) (int64, error) {
 		return 0, err
 	}
 	raw := d.Buffers()[1].Bytes()[start*int64(width) : (start+n+1)*int64(width)]
-	var prev int64
-	var bad int64 = -1
 	if width == 8 {
-		for i := range n + 1 {
-			v := int64(binary.LittleEndian.Uint64(raw[i*8:]))
-			if v < prev {
-				bad = i
-				break
-			}
-			prev = v
-		}
-	} else {
-		for i := range n + 1 {
-			v := int64(int32(binary.LittleEndian.Uint32(raw[i*4:])))
-			if v < prev {
-				bad = i
-				break
-			}
-			prev = v
-		}
+		return nonDecreasing(arrow.Int64Traits.CastFromBytes(raw))
 	}
-	if bad >= 0 {
-		return 0, fmt.Errorf("offset %d is negative or decreasing", bad)
+	return nonDecreasing(arrow.Int32Traits.CastFromBytes(raw))
+}
+
+// nonDecreasing checks offs to be non-negative and non-decreasing and
+// returns the last one.
+func nonDecreasing[T int32 | int64](offs []T) (int64, error) {
+	var prev T
+	for i, v := range offs {
+		if v < prev {
+			return 0, fmt.Errorf("offset %d is negative or decreasing", i)
+		}
+		prev = v
 	}
-	return prev, nil
+	return int64(prev), nil
 }
 
 func validateData(d arrow.ArrayData) error {

@@ -23,15 +23,16 @@ type Option func(*config)
 type config struct {
 	connInit    func(driver.ExecerContext) error
 	tuneLimit   bool
-	memoryLimit int64 // 0: the environment's default
+	memoryLimit int64
 	limitSet    bool
 }
 
-// WithMemoryLimit sets the memory limit that the scans of the connector's
-// database share: the parent of every scan's budget, so concurrent queries
-// together hold at most bytes (scanner.Process). Without it the limit is
-// REMOTE_SEGMENTS_MEMORY_LIMIT, else a quarter of the machine's memory.
-// NewConnector fails if bytes is not positive.
+// WithMemoryLimit gives the scans of the connector's database a memory limit
+// of their own, bytes, instead of the program's one: the parent of every
+// scan's budget, so concurrent queries together hold at most bytes. Without
+// it the database shares the program's limit with every other database
+// remotesql serves (REMOTE_SEGMENTS_MEMORY_LIMIT, else a quarter of the
+// machine's memory). NewConnector fails if bytes is not positive.
 func WithMemoryLimit(bytes int64) Option {
 	return func(c *config) { c.memoryLimit, c.limitSet = bytes, true }
 }
@@ -60,7 +61,8 @@ func WithMemoryLimitTuning() Option {
 // 1.5.6): remotesql reaches the driver's raw connection, which the driver
 // does not export. Cancelling the context of a query stops its scans: queued
 // requests are dropped, running ones abort, and the scans' budgets return to
-// zero. The scans of the database share one memory limit (WithMemoryLimit).
+// zero. The scans share the program's memory limit, or the database's own
+// (WithMemoryLimit).
 // The program's garbage-collector settings are left alone unless
 // WithMemoryLimitTuning is given.
 //
@@ -85,14 +87,13 @@ func newConnector(dsn string, opts ...Option) (*duckdb.Connector, *registrar, er
 	if err := selfCheck(); err != nil {
 		return nil, nil, err
 	}
-	if cfg.limitSet && cfg.memoryLimit <= 0 {
-		return nil, nil, fmt.Errorf("remotesql: WithMemoryLimit(%d): the limit must be positive", cfg.memoryLimit)
+	reg := &registrar{tuneLimit: cfg.tuneLimit}
+	if cfg.limitSet {
+		if cfg.memoryLimit <= 0 {
+			return nil, nil, fmt.Errorf("remotesql: WithMemoryLimit(%d): the limit must be positive", cfg.memoryLimit)
+		}
+		reg.process = scanner.NewProcess(cfg.memoryLimit)
 	}
-	proc, err := newProcess(cfg.memoryLimit)
-	if err != nil {
-		return nil, nil, err
-	}
-	reg := &registrar{tuneLimit: cfg.tuneLimit, process: proc}
 	c, err := duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
 		rc, err := accessConn(execer)
 		if err != nil {
@@ -112,24 +113,12 @@ func newConnector(dsn string, opts ...Option) (*duckdb.Connector, *registrar, er
 	return c, reg, nil
 }
 
-// newProcess returns the value the scans of one database share; limit 0
-// means the environment's default (scanner.DefaultMemoryLimit).
-func newProcess(limit int64) (*scanner.Process, error) {
-	if limit == 0 {
-		var err error
-		if limit, err = scanner.DefaultMemoryLimit(); err != nil {
-			return nil, err
-		}
-	}
-	return scanner.NewProcess(limit), nil
-}
-
 // Register adds remote_segments and remote_segments_stats to the database of
 // conn, a connection of the DuckDB Go driver; every connection of that
 // database sees them. Registering on a database that has them already does
 // nothing. As with NewConnector, the scans stop when the context of their
-// query is cancelled, and share one memory limit (REMOTE_SEGMENTS_MEMORY_LIMIT,
-// else a quarter of the machine's memory).
+// query is cancelled, and share the program's memory limit
+// (REMOTE_SEGMENTS_MEMORY_LIMIT, else a quarter of the machine's memory).
 //
 // It fails with ErrDriver when conn is not a connection of the supported
 // driver version, with an error naming REMOTE_SEGMENTS_MEMORY_LIMIT when that
@@ -147,12 +136,8 @@ func Register(ctx context.Context, conn *sql.Conn) error {
 	if present {
 		return nil
 	}
-	proc, err := newProcess(0)
-	if err != nil {
-		return err
-	}
 	return conn.Raw(func(any) error {
-		return (&registrar{process: proc}).register(rc)
+		return (&registrar{}).register(rc)
 	})
 }
 
@@ -179,11 +164,17 @@ func selfCheck() error {
 	return err
 }
 
+// programProcess is the program's one scanner.Process: its memory limit
+// (REMOTE_SEGMENTS_MEMORY_LIMIT, or a quarter of physical memory) is the
+// ceiling of every scan of every database the program opens, made at the
+// first registration.
+var programProcess = sync.OnceValues(scanner.ProcessFromEnv)
+
 // registrar registers the functions once per database: DuckDB keeps table
 // functions in the database's catalog, shared by its connections.
 type registrar struct {
 	tuneLimit bool
-	process   *scanner.Process // one memory limit for the database's scans
+	process   *scanner.Process // the database's own memory limit; nil: the program's
 	mu        sync.Mutex
 	done      bool
 }
@@ -197,7 +188,14 @@ func (r *registrar) register(rc rawConn) error {
 	if err := cabi.UseAPI(staticapi.Table()); err != nil {
 		return err
 	}
-	h := cabi.Host{Process: r.process, TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}}
+	proc := r.process
+	if proc == nil {
+		var err error
+		if proc, err = programProcess(); err != nil {
+			return fmt.Errorf("remotesql: %w", err)
+		}
+	}
+	h := cabi.Host{Process: proc, TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}}
 	if err := cabi.Register(rc.con, h); err != nil {
 		return fmt.Errorf("remotesql: %w", err)
 	}

@@ -64,14 +64,13 @@ func concurrent(dir string) {
 
 // concurrentChild is the child's side of concurrent.
 func concurrentChild(dir string) {
-	limit, err := scanner.DefaultMemoryLimit()
+	proc, err := scanner.ProcessFromEnv()
 	if err != nil {
 		log.Fatal(err)
 	}
-	proc := scanner.NewProcess(limit)
 	// As the loadable extension does (cabi): the Go runtime serves only the
 	// scans, so its soft memory limit is theirs plus 64 MiB of headroom.
-	debug.SetMemoryLimit(limit + 64<<20)
+	debug.SetMemoryLimit(proc.Memory.Stats().Cap + 64<<20)
 	type result struct {
 		sum    int64
 		rows   int64

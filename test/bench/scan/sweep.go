@@ -172,8 +172,8 @@ func startS3(root, dir string) *s3server.Server {
 	return srv
 }
 
-// sweepSVG draws MiB/s (solid) and peak RSS (dashed) against the budget, one
-// colour per store; the default is drawn at the cap it chose.
+// sweepSVG draws MiB/s (solid) and peak RSS (dashed) against the budget
+// asked for, one colour per store; the default is a dot at the cap it chose.
 func sweepSVG(results map[string][]sweepPoint, size int64) string {
 	const W, H, L, R, T, B = 720, 360, 70, 70, 30, 50
 	var maxRate, maxRSS float64
@@ -195,7 +195,7 @@ func sweepSVG(results map[string][]sweepPoint, size int64) string {
 	for _, c := range []float64{64, 128, 256, 512, 768, 1024} {
 		fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle">%.0f</text>`+"\n", x(c), H-B+16, c)
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">budget cap (MiB)</text>`+"\n", (W+L-R)/2, H-12)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">memory_budget (MiB)</text>`+"\n", (W+L-R)/2, H-12)
 	for i := 0; i <= 4; i++ {
 		v := maxRate * 1.1 * float64(i) / 4
 		fmt.Fprintf(&b, `<text x="%d" y="%.0f" text-anchor="end">%.0f</text>`+"\n", L-6, yRate(v)+4, v)
@@ -208,7 +208,7 @@ func sweepSVG(results map[string][]sweepPoint, size int64) string {
 		pts := results[name]
 		var rate, rss []string
 		for _, p := range pts[:len(pts)-1] {
-			cx := x(float64(p.capUsed) / (1 << 20))
+			cx := x(float64(p.budget) / (1 << 20)) // the budget asked for; the cap may be the knee below it
 			rate = append(rate, fmt.Sprintf("%.1f,%.1f", cx, yRate(float64(size)/(1<<20)/p.fast.wall.Seconds())))
 			rss = append(rss, fmt.Sprintf("%.1f,%.1f", cx, yRSS(float64(p.slow.rss)/(1<<20))))
 		}
