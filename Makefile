@@ -104,6 +104,7 @@ bench: release tools
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
 	go run ./test/bench/iosched -out test/bench -objects 1024 -size 64KiB -svg iosched_inflight_64k.svg
 	go run ./test/bench/scan -out build/bench
+	go run ./test/bench/io -out build/bench
 	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/gohost -out build/bench
 	$(MAKE) --no-print-directory bench-peers

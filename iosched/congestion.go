@@ -24,7 +24,8 @@ package iosched
 //     16 of 64 requests gets 16, in one step. (Meanwhile each throttled
 //     answer has held one GET back until the round ends: debt.)
 //   - f above bg + tolerance + two standard errors of the round, in two
-//     rounds in a row: the same cut. One noisy round does nothing.
+//     rounds in a row (three until bg was learned from learnRounds
+//     rounds): the same cut. One noisy round does nothing.
 //   - The round after a cut tests it. If the throttled share fell to at
 //     most bg + (f−bg)/4, throttling followed our load and the cut stays.
 //     If it fell less, the cut stays and the round is judged as any other
@@ -52,6 +53,7 @@ const (
 	tolerance    = 0.02 // share above the background a round may show for free
 	maxBg        = 0.25 // a larger share is never taken for background noise
 	bgGain       = 1.0 / 8
+	learnRounds  = 8 // rounds at the parallelism before bg counts as known
 )
 
 // congestion is the throttling controller of one scheduler. It is not safe
@@ -62,8 +64,9 @@ type congestion struct {
 
 	roundStart time.Time
 	n, t       int // answers and throttled answers of the round
-	// debt holds back one GET per throttled answer of the round until the
-	// round ends (effective): a throttled slot is not refilled at once,
+	// debt holds back one GET per throttled answer of the round (beyond
+	// the background's share) until the round ends (effective): a
+	// throttled slot is not refilled at once,
 	// as TCP's fast recovery deflates its window per loss, so a store
 	// refusing most of what we send is not sent more while the round
 	// that measures it runs.
@@ -75,6 +78,7 @@ type congestion struct {
 	cutShare float64
 
 	bg       float64
+	learned  int // rounds bg learned from
 	lastGrow time.Time
 	interval time.Duration
 
@@ -140,7 +144,14 @@ func (c *congestion) endRound(now time.Time) {
 	case excess >= severeExcess:
 		c.cut(served, f, now)
 	case excess > margin:
-		if c.above++; c.above >= 2 {
+		// Two rounds in a row; three while the background is barely
+		// learned (a new domain), when a round of random throttling alone
+		// looks like excess.
+		need := 2
+		if c.learned < learnRounds {
+			need = 3
+		}
+		if c.above++; c.above >= need {
 			c.cut(served, f, now)
 		}
 	default:
@@ -151,6 +162,7 @@ func (c *congestion) endRound(now time.Time) {
 		// (there only an undo moves it).
 		if c.limit >= c.p {
 			c.bg += bgGain * (min(f, maxBg) - c.bg)
+			c.learned++
 		}
 	}
 }
@@ -172,9 +184,11 @@ func (c *congestion) setLimit(n int) {
 }
 
 // effective is how many GETs may run now: the limit less the round's
-// throttled answers, at least one.
+// throttled answers beyond what the background share explains (random
+// throttling holds nothing back), at least one.
 func (c *congestion) effective() int {
-	return max(1, c.limit-c.debt)
+	expected := int(math.Ceil((c.bg + tolerance) * float64(c.n)))
+	return max(1, c.limit-max(0, c.debt-expected))
 }
 
 // grow adds one to the limit per interval since the last change, unless a

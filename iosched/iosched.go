@@ -950,6 +950,9 @@ type hedge struct {
 	timer       *time.Timer
 	patience    time.Duration // how long the hedge may run before both GETs count as stalled
 	hedgeDone   bool
+	start       time.Time // of the first GET
+	want        int64     // bytes it asks for
+	unknown     bool      // no latency was measured when it started
 
 	got      atomic.Int64 // body bytes the first GET has read
 	lastByte atomic.Int64 // when it last read one (UnixNano), 0 before the first
@@ -966,7 +969,8 @@ func (hs *hedge) progress(m int) {
 //
 // The watch (hedge logic): once the GET has run for the p95 of its size
 // class (or, before the class has samples, four times what the model
-// expects) without finishing, it is hedged if no body byte came yet (a
+// expects; before any GET was measured, the watch looks again every
+// HedgeFloor until one was) without finishing, it is hedged if no body byte came yet (a
 // stall before or at the headers) or none for stallGap (a stall mid-body;
 // the hedge then asks only for the bytes not read yet). A GET whose body
 // still flows is checked again after stallGap. Whatever the throttling
@@ -995,13 +999,18 @@ func (s *Scheduler) attempt(id int, t *task) error {
 			// first GETs stall as often as its last ones.
 			d, ok = s.model.hedgeAfter(want, s.o.HedgeFloor)
 		}
-		if ok {
-			gap := s.lat.stallGap(s.o.HedgeFloor, s.o.HedgeMinSamples)
-			hs.mu.Lock()
-			hs.patience = max(d, gap)
-			hs.timer = time.AfterFunc(d, func() { s.watch(id, t, hs, from, gap, cancel) })
-			hs.mu.Unlock()
+		gap := s.lat.stallGap(s.o.HedgeFloor, s.o.HedgeMinSamples)
+		hs.mu.Lock()
+		hs.start, hs.want = time.Now(), want
+		if !ok {
+			// Nothing measured yet (a new scheduler's first GETs): look
+			// again after the floor, when other GETs may have taught the
+			// model what to expect.
+			d, hs.unknown = s.o.HedgeFloor, true
 		}
+		hs.patience = max(d, gap)
+		hs.timer = time.AfterFunc(d, func() { s.watch(id, t, hs, from, gap, cancel) })
+		hs.mu.Unlock()
 	}
 	n, err := s.getInto(ctx, cancel, id, t, "GET", t.off+from, want, func() []byte { return s.buffer(t)[from:] }, hs)
 	t.done = from + int64(n)
@@ -1044,6 +1053,18 @@ func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Durat
 	defer hs.mu.Unlock()
 	if hs.primaryDone || t.b.ctx.Err() != nil {
 		return
+	}
+	if hs.unknown {
+		d, ok := s.model.hedgeAfter(hs.want, s.o.HedgeFloor)
+		if !ok {
+			hs.timer.Reset(s.o.HedgeFloor)
+			return
+		}
+		hs.unknown, hs.patience = false, max(d, gap)
+		if ran := time.Since(hs.start); ran < d {
+			hs.timer.Reset(d - ran)
+			return
+		}
 	}
 	if last := hs.lastByte.Load(); last != 0 {
 		if idle := time.Since(time.Unix(0, last)); idle < gap {

@@ -336,3 +336,23 @@ func TestHedgeBeforeSamples(t *testing.T) {
 		t.Fatalf("hedges %d won %d, want the stalled first GET of its size hedged", ss.HedgesIssued, ss.HedgesWon)
 	}
 }
+
+// TestHedgeFirstGETs: a new scheduler's first GETs are hedged too: a stall
+// among them is looked at again once other GETs have taught the model
+// what to expect.
+func TestHedgeFirstGETs(t *testing.T) {
+	leakCheck(t)
+	objects := randomObjects(28, 40, 4<<10)
+	p := proxied(t, fileServer(t, objects), faultproxy.Config{StallFor: time.Minute,
+		Rule: firstFaults("/obj-000.bin", faultproxy.Fault{Delay: 2 * time.Millisecond}, faultproxy.Fault{Kind: faultproxy.Stall, After: 0})})
+	st, pre := openStore(t, p.URL+"/", store.Options{})
+	s := newScheduler(t, iosched.Options{Parallelism: 40, CoalesceGap: -1})
+	got, err := s.Fetch(context.Background(), wholeReqs(st, pre, objects, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, got, objects)
+	if ss := s.Stats(); ss.HedgesWon != 1 || p.Count("/obj-000.bin") != 2 {
+		t.Fatalf("hedges %d won %d, obj-000 asked %d times; want its stalled first GET hedged once", ss.HedgesIssued, ss.HedgesWon, p.Count("/obj-000.bin"))
+	}
+}

@@ -56,6 +56,11 @@ func (s *Scan) tailWant() int64 {
 // bind left in memory, where its footer and its columns sit: a projected
 // read of a similar chunk then takes two sequential round trips, the tail
 // and then the metadata with the predicted column ranges in one wave.
+//
+// It is false as well when even the scan's largest chunk would be read
+// whole by the cost model as the store's domain knows it now (bind read
+// the first chunk through it), so that the budget reserves whole chunks
+// for a scan of small ones.
 func (s *Scan) planProjection(fields []int) bool {
 	if !s.plan.shouldProject(fields) {
 		return false
@@ -66,7 +71,18 @@ func (s *Scan) planProjection(fields []int) bool {
 	if first != nil {
 		s.ipcPlan = learnReadPlan(first)
 	}
-	return true
+	largest := int64(-1)
+	for i := range s.plan.Chunks {
+		largest = max(largest, s.plan.Chunks[i].wireLength())
+	}
+	if largest < 0 {
+		return false // no length known: every chunk is read whole
+	}
+	sched, _, _, err := openObject(s.plan.Chunks[0].URL, &s.plan.cfg)
+	if err != nil {
+		return false
+	}
+	return projectionSavesTime(sched.Model(), largest, s.projectedBytes(largest))
 }
 
 // chunkProjects decides for chunk c whether the scan reads only its

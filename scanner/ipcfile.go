@@ -162,15 +162,14 @@ func parseFooter(footer []byte) (*ipcFooter, error) {
 	if err != nil {
 		return bad(err)
 	}
-	const slotDictionaries, slotRecordBatches, blockSize = 2, 3, 24
-	_, nd, err := b.vector(root, slotDictionaries, blockSize)
+	_, nd, err := b.vector(root, slotFooterDictionaries, blockSize)
 	if err != nil {
 		return bad(err)
 	}
 	if nd > 0 {
 		return nil, errDictionaries
 	}
-	start, n, err := b.vector(root, slotRecordBatches, blockSize)
+	start, n, err := b.vector(root, slotFooterRecordBatches, blockSize)
 	if err != nil {
 		return bad(err)
 	}
@@ -185,7 +184,7 @@ func parseFooter(footer []byte) (*ipcFooter, error) {
 		}
 		f.Batches[i] = ipcBlock{Offset: off, MetaLen: int64(meta), BodyLen: body}
 	}
-	sp, err := b.field(root, 1)
+	sp, err := b.field(root, slotFooterSchema)
 	if err != nil || sp < 0 {
 		return bad(fmt.Errorf("no schema"))
 	}
@@ -280,6 +279,87 @@ type ipcBatch struct {
 	Variadic []int64    // buffer counts of the view arrays, in field order
 }
 
+// Field slots of the Arrow IPC flatbuffer tables (format/Message.fbs,
+// File.fbs, Schema.fbs) that these readers use.
+const (
+	slotMessageHeaderType = 1
+	slotMessageHeader     = 2
+	slotMessageBodyLength = 3
+
+	slotFooterSchema        = 1
+	slotFooterDictionaries  = 2
+	slotFooterRecordBatches = 3
+
+	slotSchemaFields         = 1
+	slotSchemaCustomMetadata = 2
+	slotSchemaFeatures       = 3
+
+	slotFieldName           = 0
+	slotFieldTypeType       = 2
+	slotFieldType           = 3
+	slotFieldChildren       = 5
+	slotFieldCustomMetadata = 6
+
+	slotUnionTypeIDs = 1
+
+	slotBatchLength      = 0
+	slotBatchNodes       = 1
+	slotBatchBuffers     = 2
+	slotBatchCompression = 3
+	slotBatchVariadic    = 4
+
+	slotCompressionCodec = 0
+	slotDictionaryData   = 1
+
+	blockSize     = 24 // a Block struct of the footer: offset, metaDataLength (+pad), bodyLength
+	fieldNodeSize = 16 // a FieldNode struct: length, null_count
+	bufferSize    = 16 // a Buffer struct: offset, length
+)
+
+// ipcMessage is a parsed Message table: its header's type and position,
+// and the length of the body that follows it.
+type ipcMessage struct {
+	kind    int   // headerSchema, headerDictionaryBatch, headerRecordBatch
+	header  int64 // position of the header table
+	bodyLen int64
+}
+
+// parseMessage reads the Message table at the root of b.
+func parseMessage(b fb) (ipcMessage, error) {
+	msg, err := b.root()
+	if err != nil {
+		return ipcMessage{}, err
+	}
+	var m ipcMessage
+	if p, err := b.field(msg, slotMessageBodyLength); err != nil {
+		return ipcMessage{}, err
+	} else if p >= 0 {
+		if m.bodyLen, err = b.i64(p); err != nil {
+			return ipcMessage{}, err
+		}
+	}
+	if m.bodyLen < 0 {
+		return ipcMessage{}, fmt.Errorf("body length %d", m.bodyLen)
+	}
+	tp, err := b.field(msg, slotMessageHeaderType)
+	if err != nil || tp < 0 {
+		return ipcMessage{}, fmt.Errorf("no header type")
+	}
+	kind, err := b.u8(tp)
+	if err != nil {
+		return ipcMessage{}, err
+	}
+	m.kind = int(kind)
+	hp, err := b.field(msg, slotMessageHeader)
+	if err != nil || hp < 0 {
+		return ipcMessage{}, fmt.Errorf("no header")
+	}
+	if m.header, err = b.deref(hp); err != nil {
+		return ipcMessage{}, err
+	}
+	return m, nil
+}
+
 // parseBatchMessage parses the metadata of one record batch message: the
 // optional continuation marker, the int32 length, the Message flatbuffer.
 func parseBatchMessage(meta []byte) (*ipcBatch, error) {
@@ -297,84 +377,84 @@ func parseBatchMessage(meta []byte) (*ipcBatch, error) {
 		return bad(fmt.Errorf("metadata length %d of %d bytes", n, len(meta)-4))
 	}
 	b := fb(meta[4 : 4+n])
-	msg, err := b.root()
+	m, err := parseMessage(b)
 	if err != nil {
 		return bad(err)
 	}
-	const slotHeaderType, slotHeader, headerRecordBatch = 1, 2, 3
-	tp, err := b.field(msg, slotHeaderType)
-	if err != nil || tp < 0 {
-		return bad(fmt.Errorf("no header: %v", err))
+	if m.kind != headerRecordBatch {
+		return bad(fmt.Errorf("message is not a record batch (header type %d)", m.kind))
 	}
-	if t, err := b.u8(tp); err != nil || t != headerRecordBatch {
-		return bad(fmt.Errorf("message is not a record batch (header type %d)", t))
-	}
-	hp, err := b.field(msg, slotHeader)
-	if err != nil || hp < 0 {
-		return bad(fmt.Errorf("no header: %v", err))
-	}
-	rb, err := b.deref(hp)
+	rb, err := parseRecordBatch(b, m.header)
 	if err != nil {
 		return bad(err)
 	}
+	return rb, nil
+}
+
+// parseRecordBatch reads the RecordBatch table at rb: its row count,
+// field nodes, buffers (offsets relative to the body), compression codec
+// and the view arrays' variadic buffer counts, each checked for sense.
+func parseRecordBatch(b fb, rb int64) (*ipcBatch, error) {
 	out := &ipcBatch{Codec: -1}
-	if lp, err := b.field(rb, 0); err != nil {
-		return bad(err)
+	if lp, err := b.field(rb, slotBatchLength); err != nil {
+		return nil, err
 	} else if lp >= 0 {
 		if out.Length, err = b.i64(lp); err != nil || out.Length < 0 {
-			return bad(fmt.Errorf("length %d: %v", out.Length, err))
+			return nil, fmt.Errorf("length %d: %v", out.Length, err)
 		}
 	}
-	start, cnt, err := b.vector(rb, 1, 16)
+	start, cnt, err := b.vector(rb, slotBatchNodes, fieldNodeSize)
 	if err != nil {
-		return bad(err)
+		return nil, err
 	}
+	out.Nodes = make([]fieldNode, 0, cnt)
 	for i := int64(0); i < cnt; i++ {
-		l, _ := b.i64(start + 16*i)
-		nulls, _ := b.i64(start + 16*i + 8)
+		l, _ := b.i64(start + fieldNodeSize*i)
+		nulls, _ := b.i64(start + fieldNodeSize*i + 8)
 		if l < 0 || nulls < 0 || nulls > l {
-			return bad(fmt.Errorf("field node %d: length %d nulls %d", i, l, nulls))
+			return nil, fmt.Errorf("field node %d: length %d nulls %d", i, l, nulls)
 		}
 		out.Nodes = append(out.Nodes, fieldNode{l, nulls})
 	}
-	start, cnt, err = b.vector(rb, 2, 16)
+	start, cnt, err = b.vector(rb, slotBatchBuffers, bufferSize)
 	if err != nil {
-		return bad(err)
+		return nil, err
 	}
+	out.Buffers = make([]ipcRange, 0, cnt)
 	for i := int64(0); i < cnt; i++ {
-		off, _ := b.i64(start + 16*i)
-		l, _ := b.i64(start + 16*i + 8)
+		off, _ := b.i64(start + bufferSize*i)
+		l, _ := b.i64(start + bufferSize*i + 8)
 		if off < 0 || l < 0 || off > math.MaxInt64-l {
-			return bad(fmt.Errorf("buffer %d: offset %d length %d", i, off, l))
+			return nil, fmt.Errorf("buffer %d: offset %d length %d", i, off, l)
 		}
 		out.Buffers = append(out.Buffers, ipcRange{off, l})
 	}
-	if cp, err := b.field(rb, 3); err != nil {
-		return bad(err)
+	if cp, err := b.field(rb, slotBatchCompression); err != nil {
+		return nil, err
 	} else if cp >= 0 {
 		ct, err := b.deref(cp)
 		if err != nil {
-			return bad(err)
+			return nil, err
 		}
 		out.Codec = 0 // LZ4_FRAME is the default value of the codec field
-		if codec, err := b.field(ct, 0); err != nil {
-			return bad(err)
+		if codec, err := b.field(ct, slotCompressionCodec); err != nil {
+			return nil, err
 		} else if codec >= 0 {
 			c, err := b.u8(codec)
 			if err != nil || c > 1 {
-				return bad(fmt.Errorf("unknown compression codec %d", c))
+				return nil, fmt.Errorf("unknown compression codec %d", c)
 			}
 			out.Codec = int(c)
 		}
 	}
-	start, cnt, err = b.vector(rb, 4, 8)
+	start, cnt, err = b.vector(rb, slotBatchVariadic, 8)
 	if err != nil {
-		return bad(err)
+		return nil, err
 	}
 	for i := int64(0); i < cnt; i++ {
 		v, _ := b.i64(start + 8*i)
 		if v < 0 || v > int64(len(out.Buffers)) {
-			return bad(fmt.Errorf("variadic buffer count %d", v))
+			return nil, fmt.Errorf("variadic buffer count %d", v)
 		}
 		out.Variadic = append(out.Variadic, v)
 	}
@@ -390,60 +470,79 @@ type columnLayout struct {
 	variadics    int
 }
 
+// ipcCursor walks a record batch's field nodes, buffers and variadic
+// buffer counts in order, as arrow-go's arrayLoaderContext hands out
+// buffers: layoutColumns and assembleColumn both advance it through
+// arrayShape, the one place that knows how many buffers each type takes.
+type ipcCursor struct {
+	rb              *ipcBatch
+	node, buf, vari int
+}
+
+// arrayShape advances c past one array of type dt (its field node and its
+// own buffers, not its children's) and returns how many buffers it has
+// and its children's types. Types whose layout this reader does not know
+// (unions, run-end encoded, list views, dictionaries) are an error: the
+// whole-chunk path reads them, or bind rejects them.
+func (c *ipcCursor) arrayShape(dt arrow.DataType) (nbufs int, children []arrow.DataType, err error) {
+	switch t := dt.(type) {
+	case *arrow.NullType:
+	case *arrow.StringType, *arrow.LargeStringType, *arrow.BinaryType, *arrow.LargeBinaryType:
+		nbufs = 3
+	case *arrow.StringViewType, *arrow.BinaryViewType:
+		if c.vari >= len(c.rb.Variadic) {
+			return 0, nil, fmt.Errorf("view field without a variadic buffer count")
+		}
+		nbufs = 2 + int(c.rb.Variadic[c.vari])
+		c.vari++
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
+		nbufs, children = 2, []arrow.DataType{t.(arrow.ListLikeType).Elem()}
+	case *arrow.FixedSizeListType:
+		nbufs, children = 1, []arrow.DataType{t.Elem()}
+	case *arrow.StructType:
+		nbufs = 1
+		for _, f := range t.Fields() {
+			children = append(children, f.Type)
+		}
+	case *arrow.DictionaryType:
+		return 0, nil, fmt.Errorf("dictionary-encoded field")
+	default:
+		if _, ok := dt.(arrow.FixedWidthDataType); !ok {
+			return 0, nil, fmt.Errorf("type %s has no known IPC layout here", dt)
+		}
+		nbufs = 2
+	}
+	c.node++
+	c.buf += nbufs
+	return nbufs, children, nil
+}
+
 // layoutColumns walks the schema depth first, as the IPC format lays out
-// nodes and buffers, and returns each top-level field's share. Types whose
-// layout this reader does not know (unions, run-end encoded, list views) are
-// an error: the whole-chunk path reads them, or rejects them at bind.
+// nodes and buffers, and returns each top-level field's share.
 func layoutColumns(schema *arrow.Schema, rb *ipcBatch) ([]columnLayout, error) {
-	var node, buf, vari int
+	c := &ipcCursor{rb: rb}
 	var walk func(dt arrow.DataType) error
 	walk = func(dt arrow.DataType) error {
-		node++
-		switch t := dt.(type) {
-		case *arrow.NullType:
-		case *arrow.StringType, *arrow.LargeStringType, *arrow.BinaryType, *arrow.LargeBinaryType:
-			buf += 3
-		case *arrow.StringViewType, *arrow.BinaryViewType:
-			if vari >= len(rb.Variadic) {
-				return fmt.Errorf("view field without a variadic buffer count")
+		_, children, err := c.arrayShape(dt)
+		for _, ch := range children {
+			if err == nil {
+				err = walk(ch)
 			}
-			buf += 2 + int(rb.Variadic[vari])
-			vari++
-		case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
-			buf += 2
-			return walk(t.(arrow.ListLikeType).Elem())
-		case *arrow.FixedSizeListType:
-			buf++
-			return walk(t.Elem())
-		case *arrow.StructType:
-			buf++
-			for _, f := range t.Fields() {
-				if err := walk(f.Type); err != nil {
-					return err
-				}
-			}
-		case *arrow.DictionaryType:
-			return fmt.Errorf("dictionary-encoded field")
-		default:
-			if _, ok := dt.(arrow.FixedWidthDataType); !ok {
-				return fmt.Errorf("type %s has no known IPC layout here", dt)
-			}
-			buf += 2
 		}
-		return nil
+		return err
 	}
 	out := make([]columnLayout, len(schema.Fields()))
 	for i, f := range schema.Fields() {
-		c := columnLayout{node0: node, buf0: buf, variadic0: vari}
+		l := columnLayout{node0: c.node, buf0: c.buf, variadic0: c.vari}
 		if err := walk(f.Type); err != nil {
 			return nil, fmt.Errorf("%w: column %q: %v", ErrBadChunk, f.Name, err)
 		}
-		c.nodes, c.bufs, c.variadics = node-c.node0, buf-c.buf0, vari-c.variadic0
-		out[i] = c
+		l.nodes, l.bufs, l.variadics = c.node-l.node0, c.buf-l.buf0, c.vari-l.variadic0
+		out[i] = l
 	}
-	if node != len(rb.Nodes) || buf > len(rb.Buffers) {
+	if c.node != len(rb.Nodes) || c.buf > len(rb.Buffers) {
 		return nil, fmt.Errorf("%w: IPC batch has %d field nodes and %d buffers, the schema needs %d and %d",
-			ErrBadChunk, len(rb.Nodes), len(rb.Buffers), node, buf)
+			ErrBadChunk, len(rb.Nodes), len(rb.Buffers), c.node, c.buf)
 	}
 	return out, nil
 }
@@ -465,31 +564,30 @@ func columnRange(rb *ipcBatch, c columnLayout) ipcRange {
 
 // assembleColumn builds the array of one top-level field from its bytes:
 // data holds body bytes [at, at+len(data)) covering the field's buffers.
-func assembleColumn(f arrow.Field, rb *ipcBatch, c columnLayout, data []byte, at int64, mem memory.Allocator) (arr arrow.Array, err error) {
+// It walks the field with the same cursor as layoutColumns.
+func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at int64, mem memory.Allocator) (arr arrow.Array, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			arr, err = nil, fmt.Errorf("%w: column %q: %v", ErrBadChunk, f.Name, r)
 		}
 	}()
-	node, buf, vari := c.node0, c.buf0, c.variadic0
+	c := &ipcCursor{rb: rb, node: l.node0, buf: l.buf0, vari: l.variadic0}
 	var bufs []*memory.Buffer
 	defer func() {
 		for _, b := range bufs {
 			b.Release()
 		}
 	}()
-	next := func() (*memory.Buffer, error) {
-		r := rb.Buffers[buf]
-		buf++
+	take := func(i int) (*memory.Buffer, error) {
+		r := rb.Buffers[i]
 		if r.Length == 0 {
 			return nil, nil
 		}
 		lo := r.Offset - at
 		if lo < 0 || lo+r.Length > int64(len(data)) {
-			return nil, fmt.Errorf("buffer %d (%d+%d) outside the fetched range", buf-1, r.Offset, r.Length)
+			return nil, fmt.Errorf("buffer %d (%d+%d) outside the fetched range", i, r.Offset, r.Length)
 		}
-		raw := data[lo : lo+r.Length]
-		b, err := decompress(raw, rb.Codec, mem)
+		b, err := decompress(data[lo:lo+r.Length], rb.Codec, mem)
 		if err == nil {
 			bufs = append(bufs, b)
 		}
@@ -497,58 +595,34 @@ func assembleColumn(f arrow.Field, rb *ipcBatch, c columnLayout, data []byte, at
 	}
 	var build func(dt arrow.DataType) (arrow.ArrayData, error)
 	build = func(dt arrow.DataType) (arrow.ArrayData, error) {
-		n := rb.Nodes[node]
-		node++
-		nbufs := 2
-		var children []arrow.ArrayData
-		switch dt.(type) {
-		case *arrow.NullType:
-			nbufs = 0
-		case *arrow.StringType, *arrow.LargeStringType, *arrow.BinaryType, *arrow.LargeBinaryType:
-			nbufs = 3
-		case *arrow.StringViewType, *arrow.BinaryViewType:
-			nbufs = 2 + int(rb.Variadic[vari])
-			vari++
-		case *arrow.FixedSizeListType, *arrow.StructType:
-			nbufs = 1
+		n := rb.Nodes[c.node]
+		first := c.buf
+		nbufs, childTypes, err := c.arrayShape(dt)
+		if err != nil {
+			return nil, err
 		}
 		bs := make([]*memory.Buffer, nbufs)
 		for i := range bs {
-			b, err := next()
-			if err != nil {
+			if bs[i], err = take(first + i); err != nil {
 				return nil, err
 			}
-			bs[i] = b
 		}
-		switch t := dt.(type) {
-		case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
-			ch, err := build(t.(arrow.ListLikeType).Elem())
+		var children []arrow.ArrayData
+		release := func() {
+			for _, ch := range children {
+				ch.Release()
+			}
+		}
+		for _, ct := range childTypes {
+			ch, err := build(ct)
 			if err != nil {
+				release()
 				return nil, err
 			}
-			children = []arrow.ArrayData{ch}
-		case *arrow.FixedSizeListType:
-			ch, err := build(t.Elem())
-			if err != nil {
-				return nil, err
-			}
-			children = []arrow.ArrayData{ch}
-		case *arrow.StructType:
-			for _, sf := range t.Fields() {
-				ch, err := build(sf.Type)
-				if err != nil {
-					for _, c := range children {
-						c.Release()
-					}
-					return nil, err
-				}
-				children = append(children, ch)
-			}
+			children = append(children, ch)
 		}
 		d := array.NewData(dt, int(n.Length), bs, children, int(n.Nulls), 0)
-		for _, ch := range children {
-			ch.Release() // d holds its own reference
-		}
+		release() // d holds its own references
 		return d, nil
 	}
 	d, err := build(f.Type)

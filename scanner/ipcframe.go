@@ -86,70 +86,49 @@ func checkIPCStream(data []byte) (int64, error) {
 
 // checkMessage checks one Message flatbuffer whose body (bodyRoom bytes are
 // available, body holds them) follows it, and returns its header type and
-// body length.
+// body length. Record batches (of dictionaries too) are read by the same
+// parser as the projected reader's (parseRecordBatch).
 func checkMessage(b fb, bodyRoom int64, body []byte) (int, int64, error) {
-	msg, err := b.root()
+	m, err := parseMessage(b)
 	if err != nil {
 		return 0, 0, err
 	}
-	var bodyLen int64
-	if p, err := b.field(msg, 3); err != nil {
-		return 0, 0, err
-	} else if p >= 0 {
-		if bodyLen, err = b.i64(p); err != nil {
-			return 0, 0, err
-		}
+	if m.bodyLen > bodyRoom {
+		return 0, 0, fmt.Errorf("body length %d beyond the %d bytes left", m.bodyLen, bodyRoom)
 	}
-	if bodyLen < 0 || bodyLen > bodyRoom {
-		return 0, 0, fmt.Errorf("body length %d beyond the %d bytes left", bodyLen, bodyRoom)
-	}
-	tp, err := b.field(msg, 1)
-	if err != nil || tp < 0 {
-		return 0, 0, fmt.Errorf("no header type")
-	}
-	kind, err := b.u8(tp)
-	if err != nil {
-		return 0, 0, err
-	}
-	hp, err := b.field(msg, 2)
-	if err != nil || hp < 0 {
-		return 0, 0, fmt.Errorf("no header")
-	}
-	h, err := b.deref(hp)
-	if err != nil {
-		return 0, 0, err
-	}
-	switch kind {
+	rb := m.header
+	switch m.kind {
 	case headerSchema:
-		err = checkSchema(b, h)
-	case headerRecordBatch:
-		err = checkRecordBatch(b, h, body[:bodyLen])
+		return m.kind, m.bodyLen, checkSchema(b, m.header)
 	case headerDictionaryBatch:
-		p, ferr := b.field(h, 1)
+		p, ferr := b.field(m.header, slotDictionaryData)
 		if ferr != nil || p < 0 {
 			return 0, 0, fmt.Errorf("dictionary batch without data")
 		}
-		rb, derr := b.deref(p)
-		if derr != nil {
-			return 0, 0, derr
+		if rb, err = b.deref(p); err != nil {
+			return 0, 0, err
 		}
-		err = checkRecordBatch(b, rb, body[:bodyLen])
+	case headerRecordBatch:
 	default:
-		err = fmt.Errorf("unsupported message type %d", kind)
+		return 0, 0, fmt.Errorf("unsupported message type %d", m.kind)
 	}
-	return int(kind), bodyLen, err
+	batch, err := parseRecordBatch(b, rb)
+	if err != nil {
+		return 0, 0, err
+	}
+	return m.kind, m.bodyLen, checkBatchBody(batch, body[:m.bodyLen])
 }
 
 // checkSchema checks the vectors arrow-go sizes allocations by.
 func checkSchema(b fb, schema int64) error {
-	if _, _, err := b.vector(schema, 2, 4); err != nil { // custom_metadata
+	if _, _, err := b.vector(schema, slotSchemaCustomMetadata, 4); err != nil {
 		return err
 	}
-	if _, _, err := b.vector(schema, 3, 8); err != nil { // features
+	if _, _, err := b.vector(schema, slotSchemaFeatures, 8); err != nil {
 		return err
 	}
 	budget := maxFields
-	return checkFields(b, schema, 1, 0, &budget)
+	return checkFields(b, schema, slotSchemaFields, 0, &budget)
 }
 
 // checkFields checks the fields vector at slot of table tab and, depth first,
@@ -171,60 +150,43 @@ func checkFields(b fb, tab int64, slot, depth int, budget *int) error {
 		if err != nil {
 			return err
 		}
-		if _, _, err := b.vector(f, 0, 1); err != nil { // name
+		if _, _, err := b.vector(f, slotFieldName, 1); err != nil {
 			return err
 		}
-		if _, _, err := b.vector(f, 6, 4); err != nil { // custom_metadata
+		if _, _, err := b.vector(f, slotFieldCustomMetadata, 4); err != nil {
 			return err
 		}
 		const typeUnion = 14
-		if tt, err := b.field(f, 2); err == nil && tt >= 0 {
+		if tt, err := b.field(f, slotFieldTypeType); err == nil && tt >= 0 {
 			if k, _ := b.u8(tt); k == typeUnion {
-				if tp, err := b.field(f, 3); err == nil && tp >= 0 {
+				if tp, err := b.field(f, slotFieldType); err == nil && tp >= 0 {
 					ut, err := b.deref(tp)
 					if err != nil {
 						return err
 					}
-					if _, _, err := b.vector(ut, 1, 4); err != nil { // typeIds
+					if _, _, err := b.vector(ut, slotUnionTypeIDs, 4); err != nil {
 						return err
 					}
 				}
 			}
 		}
-		if err := checkFields(b, f, 5, depth+1, budget); err != nil {
+		if err := checkFields(b, f, slotFieldChildren, depth+1, budget); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkRecordBatch checks that a batch's buffers lie in its body and that
+// checkBatchBody checks that a batch's buffers lie in its body and that
 // compressed buffers claim plausible uncompressed lengths.
-func checkRecordBatch(b fb, rb int64, body []byte) error {
-	if _, _, err := b.vector(rb, 1, 16); err != nil {
-		return err
-	}
-	start, n, err := b.vector(rb, 2, 16)
-	if err != nil {
-		return err
-	}
-	if _, _, err := b.vector(rb, 4, 8); err != nil {
-		return err
-	}
-	cp, err := b.field(rb, 3)
-	if err != nil {
-		return err
-	}
-	compressed := cp >= 0
+func checkBatchBody(rb *ipcBatch, body []byte) error {
 	var sum int64
-	for i := int64(0); i < n; i++ {
-		off, _ := b.i64(start + 16*i)
-		l, _ := b.i64(start + 16*i + 8)
-		if off < 0 || l < 0 || off > int64(len(body)) || l > int64(len(body))-off {
-			return fmt.Errorf("buffer %d (%d+%d) outside the body of %d bytes", i, off, l, len(body))
+	for i, r := range rb.Buffers {
+		if r.Offset > int64(len(body)) || r.Length > int64(len(body))-r.Offset {
+			return fmt.Errorf("buffer %d (%d+%d) outside the body of %d bytes", i, r.Offset, r.Length, len(body))
 		}
-		if compressed && l >= 8 {
-			u := int64(binary.LittleEndian.Uint64(body[off:]))
+		if rb.Codec >= 0 && r.Length >= 8 {
+			u := int64(binary.LittleEndian.Uint64(body[r.Offset:]))
 			if u > maxUncompressedBuf || u < -1 {
 				return fmt.Errorf("buffer %d claims %d uncompressed bytes", i, u)
 			}
@@ -252,7 +214,7 @@ func checkIPCFile(data []byte) error {
 	if err != nil {
 		return err
 	}
-	sp, err := b.field(root, 1)
+	sp, err := b.field(root, slotFooterSchema)
 	if err != nil || sp < 0 {
 		return fmt.Errorf("footer without a schema")
 	}
@@ -263,15 +225,15 @@ func checkIPCFile(data []byte) error {
 	if err := checkSchema(b, schema); err != nil {
 		return fmt.Errorf("schema: %v", err)
 	}
-	for _, slot := range []int{2, 3} { // dictionaries, record batches
-		start, n, err := b.vector(root, slot, 24)
+	for _, slot := range []int{slotFooterDictionaries, slotFooterRecordBatches} {
+		start, n, err := b.vector(root, slot, blockSize)
 		if err != nil {
 			return err
 		}
 		for i := int64(0); i < n; i++ {
-			off, _ := b.i64(start + 24*i)
-			ml, _ := b.u32(start + 24*i + 8)
-			bl, _ := b.i64(start + 24*i + 16)
+			off, _ := b.i64(start + blockSize*i)
+			ml, _ := b.u32(start + blockSize*i + 8)
+			bl, _ := b.i64(start + blockSize*i + 16)
 			meta := int64(int32(ml))
 			if off < 0 || meta <= 0 || bl < 0 || off > size || meta > size-off || bl > size-off-meta {
 				return fmt.Errorf("block %d (%d+%d+%d) outside the file", i, off, meta, bl)
