@@ -76,7 +76,7 @@ demo: release duckdb
 	@echo "-- expected (computed by the data generator): $(DEMO_DATA)/expected.csv"
 	@cut -d, -f1-5 $(DEMO_DATA)/expected.csv | column -t -s,
 
-test: release tools
+test: release tools $(GOHOST)
 	tools/check-extension.sh $(EXT)
 	@deps=$$(go list -deps ./extension) || exit 1; \
 	if grep -e duckdb-go -e go-duckdb <<<"$$deps"; then \

@@ -1,5 +1,8 @@
 // Package cabi registers remote_segments with DuckDB through the C extension
-// API function table; it is the only package of the project that imports "C".
+// API function table. It is the project's cgo package for DuckDB and never
+// names a real duckdb_* symbol, so the loadable extension links none; the
+// Go-driver host gives it a table filled from the driver's statically linked
+// DuckDB (sql/internal/staticapi, the only other package importing "C").
 //
 // Go state crosses to C as cgo.Handle values stored as DuckDB bind, init and
 // local-init data; DuckDB's delete callbacks free them. Every exported

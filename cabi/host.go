@@ -1,7 +1,6 @@
 package cabi
 
 /*
-#include <stdlib.h>
 #include "rs.h"
 */
 import "C"
@@ -19,12 +18,20 @@ import (
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
-// Host is what a DuckDB host hands down to the functions it registers: whether
-// the scans may tune the process's Go runtime, and where a scan finds the
-// context of the statement that runs it. A zero Host is valid: the runtime's
-// settings are left alone, and every scan runs under context.Background(),
-// ended only by DuckDB (a LIMIT, an error, an interrupt).
+// Host is what a DuckDB host hands down to the functions it registers: the
+// memory limit their scans share, whether the scans may tune the process's Go
+// runtime, and where a scan finds the context of the statement that runs it.
+// A zero Host is valid: each scan is bounded by its own budget only, the
+// runtime's settings are left alone, and every scan runs under
+// context.Background(), ended only by DuckDB (a LIMIT, an error, an
+// interrupt).
 type Host struct {
+	// Process, when set, is shared by every scan of the functions
+	// registered with this Host (and of any other Host given the same
+	// Process): its memory limit is the parent of every scan's budget, so
+	// concurrent queries together stay under one ceiling. Nil: each scan
+	// has only its own budget.
+	Process *scanner.Process
 	// TuneMemoryLimit lets the scans keep the Go runtime's soft memory limit
 	// (debug.SetMemoryLimit) at the running scans' budgets plus headroom.
 	// Only a host whose Go runtime serves nothing but the scans (the loadable
@@ -33,10 +40,6 @@ type Host struct {
 	// Statements, when set, gives each scan the context of its statement, so
 	// that cancelling the statement stops the scan's requests at once.
 	Statements Statements
-	// Process, when set, is shared by every scan of the host: its memory
-	// limit is the parent of every scan's budget, so concurrent queries
-	// together stay under one ceiling. Nil: each scan has only its own budget.
-	Process *scanner.Process
 	// loadErr, when set, fails every bind: the host could not be set up
 	// (a malformed REMOTE_SEGMENTS_MEMORY_LIMIT), and the extension's entry
 	// point has no better place to say so than the first query.
@@ -74,11 +77,15 @@ func UseAPI(table unsafe.Pointer, n int) error {
 // Register adds remote_segments and remote_segments_stats to the database of
 // con, a duckdb_connection, for host h (DuckDB keeps h until the database
 // closes). The function table must be set first: by UseAPI, or by the
-// loadable extension's entry point. Registering again on the same database
-// fails with DuckDB's error and changes nothing.
+// loadable extension's entry point. DuckDB accepts a second registration on
+// the same database, and which Host the functions then use is its choice:
+// register once per database.
 func Register(con unsafe.Pointer, h Host) error {
 	if con == nil {
 		return errors.New("cabi: Register: nil duckdb_connection")
+	}
+	if !bool(C.rs_api_ready()) {
+		return errors.New("cabi: Register: the C API function table is not set (UseAPI)")
 	}
 	var msg *C.char
 	if !bool(C.rs_register(C.duckdb_connection(con), C.uintptr_t(cgo.NewHandle(&h)), &msg)) {

@@ -17,6 +17,11 @@ DUCKDB_EXTENSION_GLOBAL
 static pthread_mutex_t api_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool api_set;
 
+bool rs_api_ready(void) {
+	// The name is the table's entry (duckdb_extension.h's macro).
+	return duckdb_create_table_function != NULL;
+}
+
 bool rs_use_api(const void *table, size_t size) {
 	if (size != sizeof(duckdb_ext_api)) {
 		return false;

@@ -1,7 +1,8 @@
 // rs.h: the C side of remote_segments. Every DuckDB call in this package goes
 // through the C extension API function table (duckdb_ext_api), never through a
 // real duckdb_* symbol, so the same code serves the loadable extension (table
-// filled by DuckDB's get_api) and, later, a host that fills the table itself.
+// filled by DuckDB's get_api) and the Go-driver host, which fills the table
+// from the DuckDB it links (rs_use_api; sql/internal/staticapi).
 #ifndef RS_H
 #define RS_H
 
@@ -83,6 +84,9 @@ bool rs_register(duckdb_connection con, uintptr_t host, char **error);
 // duckdb_ext_api_v1) into the one cabi calls through; only the first call
 // copies. It returns false when size is not the size of that struct.
 bool rs_use_api(const void *table, size_t size);
+
+// rs_api_ready reports whether the function table has been filled.
+bool rs_api_ready(void);
 
 // Small wrappers so Go never names an API-table entry itself.
 char *rs_bind_get_varchar(duckdb_bind_info info, idx_t index);

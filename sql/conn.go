@@ -48,8 +48,14 @@ func checkBuild() error {
 		// still run.
 		return nil
 	}
+	return checkDeps(info.Deps)
+}
+
+// checkDeps checks that deps hold exactly the pinned driver and bindings
+// versions, not replaced.
+func checkDeps(deps []*debug.Module) error {
 	want := map[string]string{driverModule: driverVersion, bindingsModule: bindingsVersion}
-	for _, dep := range info.Deps {
+	for _, dep := range deps {
 		v, ok := want[dep.Path]
 		if !ok {
 			continue

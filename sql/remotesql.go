@@ -1,18 +1,6 @@
-// Package remotesql registers remote_segments and remote_segments_stats on
-// DuckDB connections of database/sql, through the DuckDB Go driver.
-//
-// The functions are the ones of the loadable extension, from the same C
-// implementation, called through the DuckDB that the driver links: no
-// extension file is loaded (a Go shared library inside a Go program would be
-// a second Go runtime). The driver must be github.com/duckdb/duckdb-go/v2
-// v2.10506.0 (DuckDB 1.5.6): remotesql reaches the driver's raw connection,
-// which the driver does not export, and refuses any other version with
-// ErrDriver.
-//
-// Cancelling the context of a query stops its scans: queued requests are
-// dropped, running ones abort, and the scan's memory budget returns to zero.
-// The program's garbage-collector settings are left alone (see
-// WithMemoryLimitTuning).
+// Package remotesql adds remote_segments and remote_segments_stats to the
+// database/sql connections of the DuckDB Go driver, from the same C
+// implementation as the loadable extension and without loading it.
 package remotesql
 
 import (
@@ -33,8 +21,20 @@ import (
 type Option func(*config)
 
 type config struct {
-	connInit  func(driver.ExecerContext) error
-	tuneLimit bool
+	connInit    func(driver.ExecerContext) error
+	tuneLimit   bool
+	memoryLimit int64
+	limitSet    bool
+}
+
+// WithMemoryLimit gives the scans of the connector's database a memory limit
+// of their own, bytes, instead of the program's one: the parent of every
+// scan's budget, so concurrent queries together hold at most bytes. Without
+// it the database shares the program's limit with every other database
+// remotesql serves (REMOTE_SEGMENTS_MEMORY_LIMIT, else a quarter of the
+// machine's memory). NewConnector fails if bytes is not positive.
+func WithMemoryLimit(bytes int64) Option {
+	return func(c *config) { c.memoryLimit, c.limitSet = bytes, true }
 }
 
 // WithConnInit runs fn on every new connection after the functions are
@@ -57,19 +57,43 @@ func WithMemoryLimitTuning() Option {
 // remote_segments and remote_segments_stats registered. dsn is that of
 // duckdb.NewConnector ("" for an in-memory database).
 //
+// The driver must be github.com/duckdb/duckdb-go/v2 v2.10506.0 (DuckDB
+// 1.5.6): remotesql reaches the driver's raw connection, which the driver
+// does not export. Cancelling the context of a query stops its scans: queued
+// requests are dropped, running ones abort, and the scans' budgets return to
+// zero. The scans share the program's memory limit, or the database's own
+// (WithMemoryLimit).
+// The program's garbage-collector settings are left alone unless
+// WithMemoryLimitTuning is given.
+//
 // It fails with ErrDriver when the program's DuckDB driver is not the
 // supported version (checked on a scratch in-memory connection), and with
 // the driver's error when the database cannot be opened. Close the connector
 // (sql.DB.Close does) to close the database.
 func NewConnector(dsn string, opts ...Option) (driver.Connector, error) {
+	c, _, err := newConnector(dsn, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newConnector is NewConnector, also returning what registers the functions.
+func newConnector(dsn string, opts ...Option) (*duckdb.Connector, *registrar, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := selfCheck(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	reg := &registrar{tuneLimit: cfg.tuneLimit}
+	if cfg.limitSet {
+		if cfg.memoryLimit <= 0 {
+			return nil, nil, fmt.Errorf("remotesql: WithMemoryLimit(%d): the limit must be positive", cfg.memoryLimit)
+		}
+		reg.process = scanner.NewProcess(cfg.memoryLimit)
+	}
 	c, err := duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
 		rc, err := accessConn(execer)
 		if err != nil {
@@ -84,19 +108,21 @@ func NewConnector(dsn string, opts ...Option) (driver.Connector, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, reg, nil
 }
 
 // Register adds remote_segments and remote_segments_stats to the database of
 // conn, a connection of the DuckDB Go driver; every connection of that
 // database sees them. Registering on a database that has them already does
-// nothing. Scans registered this way stop when the context of their query is
-// cancelled, as with NewConnector.
+// nothing. As with NewConnector, the scans stop when the context of their
+// query is cancelled, and share the program's memory limit
+// (REMOTE_SEGMENTS_MEMORY_LIMIT, else a quarter of the machine's memory).
 //
 // It fails with ErrDriver when conn is not a connection of the supported
-// driver version, and with DuckDB's error when registration fails.
+// driver version, with an error naming REMOTE_SEGMENTS_MEMORY_LIMIT when that
+// is malformed, and with DuckDB's error when registration fails.
 func Register(ctx context.Context, conn *sql.Conn) error {
 	rc, err := checkConn(conn)
 	if err != nil {
@@ -148,6 +174,7 @@ var programProcess = sync.OnceValues(scanner.ProcessFromEnv)
 // functions in the database's catalog, shared by its connections.
 type registrar struct {
 	tuneLimit bool
+	process   *scanner.Process // the database's own memory limit; nil: the program's
 	mu        sync.Mutex
 	done      bool
 }
@@ -161,11 +188,14 @@ func (r *registrar) register(rc rawConn) error {
 	if err := cabi.UseAPI(staticapi.Table()); err != nil {
 		return err
 	}
-	proc, err := programProcess()
-	if err != nil {
-		return fmt.Errorf("remotesql: %w", err)
+	proc := r.process
+	if proc == nil {
+		var err error
+		if proc, err = programProcess(); err != nil {
+			return fmt.Errorf("remotesql: %w", err)
+		}
 	}
-	h := cabi.Host{TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}, Process: proc}
+	h := cabi.Host{Process: proc, TuneMemoryLimit: r.tuneLimit, Statements: statements{contexts: rc.contexts}}
 	if err := cabi.Register(rc.con, h); err != nil {
 		return fmt.Errorf("remotesql: %w", err)
 	}

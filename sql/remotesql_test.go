@@ -220,11 +220,10 @@ func (s *slowServer) releaseOnFailure(t *testing.T) {
 	})
 }
 
-// TestCancelStopsScan cancels a query while its scan waits for requests that
-// never answer: the query ends with the cancellation, every request in flight
-// is aborted, and the scan gives its whole budget back.
-func TestCancelStopsScan(t *testing.T) {
-	leakCheck(t)
+// hangingCatalog writes a dataset of 2 segments × 4 chunks with a CSV
+// catalog, serves it over HTTP with the chunks for which hang is true never
+// answering, and returns the server and the catalog's URL.
+func hangingCatalog(t *testing.T, hang func(path string) bool) (*slowServer, string, int) {
 	dir := t.TempDir()
 	spec := datagen.DefaultSpec
 	spec.Segments, spec.ChunksPerSegment = 2, 4
@@ -241,15 +240,16 @@ func TestCancelStopsScan(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "catalog.csv"), []byte(catalog.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The catalog and the first chunk (read at bind for the schema) answer;
-	// every other chunk hangs.
-	srv := newSlowServer(t, dir, func(p string) bool {
-		return strings.HasSuffix(p, ".arrow") && p != "/chunks/segment=s0/chunk-0.arrow"
-	})
-	source := srv.URL + "/catalog.csv"
-	db := openDB(t)
-	srv.releaseOnFailure(t)
+	srv := newSlowServer(t, dir, func(p string) bool { return strings.HasSuffix(p, ".arrow") && hang(p) })
+	return srv, srv.URL + "/catalog.csv", spec.Segments * spec.ChunksPerSegment
+}
 
+// cancelWhileHanging runs a count(*) over source, cancels its context once a
+// request hangs at srv, and checks that the query ends with the cancellation
+// and that every request that reached the server is aborted (none waits for
+// the 10-minute request timeout).
+func cancelWhileHanging(t *testing.T, db *sql.DB, srv *slowServer, source string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -257,8 +257,7 @@ func TestCancelStopsScan(t *testing.T) {
 		var n int64
 		done <- db.QueryRowContext(ctx, "SELECT count(*) FROM remote_segments(?, max_parallel_io := 4, request_timeout := '10m')", source).Scan(&n)
 	}()
-
-	var inFlight int
+	inFlight := 0
 	select {
 	case <-srv.started:
 		inFlight++
@@ -276,8 +275,6 @@ func TestCancelStopsScan(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the query did not end after its context was cancelled")
 	}
-	// Every request that reached the server is aborted (none waits for the
-	// 10-minute request timeout).
 	for inFlight += len(srv.started); inFlight > 0; inFlight-- {
 		select {
 		case <-srv.aborted:
@@ -285,6 +282,20 @@ func TestCancelStopsScan(t *testing.T) {
 			t.Fatalf("%d requests still in flight after the cancel", inFlight)
 		}
 	}
+}
+
+// TestCancelStopsScan cancels a query while its scan waits for requests that
+// never answer: the query ends with the cancellation, every request in flight
+// is aborted, and the scan gives its whole budget back.
+func TestCancelStopsScan(t *testing.T) {
+	leakCheck(t)
+	// The catalog and the first chunk (read at bind for the schema) answer;
+	// every other chunk hangs.
+	srv, source, total := hangingCatalog(t, func(p string) bool { return p != "/chunks/segment=s0/chunk-0.arrow" })
+	db := openDB(t)
+	srv.releaseOnFailure(t)
+	cancelWhileHanging(t, db, srv, source)
+
 	var state string
 	var held, chunks int64
 	if err := db.QueryRow(`SELECT state, budget_in_use, chunks FROM remote_segments_stats() WHERE source = ?`, source).Scan(&state, &held, &chunks); err != nil {
@@ -293,8 +304,27 @@ func TestCancelStopsScan(t *testing.T) {
 	if state != "cancelled" || held != 0 {
 		t.Errorf("the scan after the cancel: state %q, %d budget bytes held; want cancelled and 0", state, held)
 	}
-	if chunks >= int64(spec.Segments*spec.ChunksPerSegment) {
+	if chunks >= int64(total) {
 		t.Errorf("the scan delivered %d chunks, every one; the hanging ones cannot have been", chunks)
+	}
+}
+
+// TestCancelStopsBind cancels a query while its bind waits for the first
+// chunk (read for the schema): the query ends, the request is aborted, and no
+// scan started.
+func TestCancelStopsBind(t *testing.T) {
+	leakCheck(t)
+	srv, source, _ := hangingCatalog(t, func(string) bool { return true })
+	db := openDB(t)
+	srv.releaseOnFailure(t)
+	cancelWhileHanging(t, db, srv, source)
+
+	var scans int64
+	if err := db.QueryRow(`SELECT count(*) FROM remote_segments_stats() WHERE source = ?`, source).Scan(&scans); err != nil {
+		t.Fatal(err)
+	}
+	if scans != 0 {
+		t.Errorf("%d scans of %s after a cancelled bind, want none", scans, source)
 	}
 }
 

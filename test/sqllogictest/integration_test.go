@@ -9,8 +9,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// realHosts returns the two real hosts of the repository, built by
-// `make duckdb` and `make host`; the test does not build them.
+// realHosts returns the real hosts of the repository, built by `make duckdb`,
+// `make host` and `make build/host/gohost`; the test does not build them.
 func realHosts(t *testing.T) []Host {
 	t.Helper()
 	root, err := filepath.Abs("../..")
@@ -23,6 +23,8 @@ func realHosts(t *testing.T) []Host {
 	return []Host{
 		CLIHost(filepath.Join(root, ".tools/bin/duckdb")),
 		EngineHost(filepath.Join(root, "build/host/duckdb_host")),
+		Engine14Host(filepath.Join(root, "build/host/duckdb_host_1.4.4")),
+		GoHost(filepath.Join(root, "build/host/gohost")),
 	}
 }
 
@@ -79,7 +81,7 @@ SELECT 'unterminated
 ----
 unterminated
 
-# Both hosts print values as DuckDB casts them to VARCHAR.
+# Every host prints values as DuckDB casts them to VARCHAR.
 query TTTTTTTTTT
 SELECT [1, 2], ['a', NULL], {'k': 'v', 'n': 1}, MAP {'a': 1}, 'x'::ENUM('x', 'y'),
        union_value(n := 1), 3.14::DECIMAL(5, 2), 1e20::DOUBLE, DATE '2024-01-02', '\xAA'::BLOB
@@ -104,7 +106,7 @@ func TestRealHosts(t *testing.T) {
 	for _, h := range realHosts(t) {
 		t.Run(h.Name, func(t *testing.T) {
 			if _, err := os.Stat(h.Path); err != nil {
-				t.Skipf("host %s not built (%v): run `make duckdb` / `make host`", h.Name, err)
+				t.Skipf("host %s not built (%v): run `make duckdb` / `make host` / `make build/host/gohost`", h.Name, err)
 			}
 			var out bytes.Buffer
 			r := Runner{Out: &out}

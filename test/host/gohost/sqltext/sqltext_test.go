@@ -1,8 +1,10 @@
-package main
+package sqltext_test
 
 import (
 	"reflect"
 	"testing"
+
+	"github.com/remote-segments/remote_segments/test/host/gohost/sqltext"
 )
 
 func TestStatements(t *testing.T) {
@@ -16,8 +18,8 @@ func TestStatements(t *testing.T) {
 		{"SELECT \"a;b\" /* ; */ FROM t;\n\n", []string{"SELECT \"a;b\" /* ; */ FROM t"}},
 		{"-- only a comment\n", nil},
 	} {
-		if got := statements(c.text); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("statements(%q) = %q, want %q", c.text, got, c.want)
+		if got := sqltext.Statements(c.text); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("sqltext.Statements(%q) = %q, want %q", c.text, got, c.want)
 		}
 	}
 }
@@ -33,27 +35,27 @@ func TestComplete(t *testing.T) {
 		"SELECT 1; /* open ; ": false,
 		"SELECT 1 -- ;":        false,
 	} {
-		if got := complete(text); got != want {
-			t.Errorf("complete(%q) = %v, want %v", text, got, want)
+		if got := sqltext.Complete(text); got != want {
+			t.Errorf("sqltext.Complete(%q) = %v, want %v", text, got, want)
 		}
 	}
 }
 
 func TestSplitArgs(t *testing.T) {
-	got := splitArgs(`separator "\037" "\036\n"`)
+	got := sqltext.SplitArgs(`separator "\037" "\036\n"`)
 	want := []string{"separator", "\x1f", "\x1e\n"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("splitArgs: %q, want %q", got, want)
 	}
-	if got := splitArgs(`read '/tmp/a b/statement.sql'`); !reflect.DeepEqual(got, []string{"read", "/tmp/a b/statement.sql"}) {
+	if got := sqltext.SplitArgs(`read '/tmp/a b/statement.sql'`); !reflect.DeepEqual(got, []string{"read", "/tmp/a b/statement.sql"}) {
 		t.Errorf("splitArgs of a quoted path: %q", got)
 	}
 }
 
 func TestFirstWord(t *testing.T) {
 	for s, want := range map[string]string{"select 1": "select", "(FROM t)": "FROM", "  WITH x AS (...)": "WITH", "LOAD": "LOAD"} {
-		if got := firstWord(s); got != want {
-			t.Errorf("firstWord(%q) = %q, want %q", s, got, want)
+		if got := sqltext.FirstWord(s); got != want {
+			t.Errorf("sqltext.FirstWord(%q) = %q, want %q", s, got, want)
 		}
 	}
 }
