@@ -977,8 +977,8 @@ func (hs *hedge) progress(m int) {
 // limit, a stalled GET is hedged as long as hedges stay within
 // HedgeFraction. If the hedge fails, or is still running after as long
 // again while the first GET stays stuck, both end and the task is retried
-// as a timeout; so is a GET stuck for twice that long while the hedge
-// budget allows no hedge.
+// as a timeout; so is a GET stuck for four times that long (a second at
+// least) while the hedge budget allows no hedge.
 func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
 	ctx, cancel := context.WithCancelCause(b.ctx)
@@ -1079,14 +1079,15 @@ func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Durat
 			hs.timer.Reset(hs.patience)
 			return
 		}
-		// Over the hedge budget. Maybe later; but a GET stuck for twice
-		// its patience is ended as a timeout and retried rather than left
-		// to the idle timeout.
+		// Over the hedge budget. Maybe later; but a GET stuck for four
+		// times its patience, and a second at least (a slow start on a
+		// busy machine is not a stall), is ended as a timeout and retried
+		// rather than left to the idle timeout.
 		idleSince := hs.start
 		if last := hs.lastByte.Load(); last != 0 {
 			idleSince = time.Unix(0, last)
 		}
-		if time.Since(idleSince) >= 2*hs.patience {
+		if time.Since(idleSince) >= max(4*hs.patience, time.Second) {
 			cancelPrimary(fmt.Errorf("%w: stalled, and no hedge was allowed", ErrTimeout))
 			return
 		}

