@@ -27,12 +27,6 @@ type ScanInfo struct {
 	Stats
 }
 
-// OnBudgetChange, when set, is called with the sum of the caps of the
-// running scans' budgets whenever a scan starts or ends. A host whose Go
-// runtime serves only these scans (the loadable extension) uses it to keep
-// the garbage collector's soft memory limit near what the budgets allow.
-var OnBudgetChange func(total int64)
-
 func register(s *Scan) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
@@ -40,19 +34,6 @@ func register(s *Scan) {
 		registry.running = make(map[uint64]*Scan)
 	}
 	registry.running[s.id] = s
-	budgetChangedLocked()
-}
-
-// budgetChangedLocked reports the running scans' total budget.
-func budgetChangedLocked() {
-	if OnBudgetChange == nil {
-		return
-	}
-	var total int64
-	for _, s := range registry.running {
-		total += s.budget.Stats().Cap
-	}
-	OnBudgetChange(total)
 }
 
 func finish(s *Scan) {
@@ -62,7 +43,6 @@ func finish(s *Scan) {
 		return
 	}
 	delete(registry.running, s.id)
-	budgetChangedLocked()
 	registry.finished = append(registry.finished, s)
 	if len(registry.finished) > keepFinished {
 		registry.finished = slices.Delete(registry.finished, 0, len(registry.finished)-keepFinished)
