@@ -69,6 +69,7 @@ var statsColumns = []statsColumn{
 	{"budget_limit", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.BudgetLimit }},
 	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Fresh }},
 	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Reused }},
+	{"budget_overcommits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Overcommits }},
 }
 
 func statsSchema() *arrow.Schema {
