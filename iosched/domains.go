@@ -3,8 +3,10 @@ package iosched
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
@@ -14,19 +16,56 @@ import (
 // connection pool and one IO queue. A process keeps one Domains; it is safe
 // for concurrent use. Queries that ask for other scheduler tuning (request
 // size, coalescing, retries, timeouts, hedging) get a scheduler of their own
-// for that tuning; parallelism is not part of the tuning: it is set on the
-// shared scheduler (SetParallelism).
+// for that tuning; parallelism is not part of the tuning: a query sets its
+// own share of the shared scheduler (SetQueryLimit).
+//
+// A domain lives while someone holds it (Open returns a Hold). When the last
+// hold is released the domain stays open, idle, so that the next query finds
+// its connections and what its scheduler learned; only the keepIdle most
+// recently released idle domains are kept, older ones are closed. So a
+// process that meets many endpoints or credentials (a session token per
+// user, rotated) does not keep a connection pool for each forever.
 type Domains struct {
 	opts Options
 
 	mu     sync.Mutex
 	m      map[string]*domain
+	idle   []*domain // held by nobody, least recently released first
 	closed bool
 }
 
+// keepIdle is how many domains that nobody holds stay open.
+const keepIdle = 16
+
 type domain struct {
-	st store.Store
-	s  *Scheduler
+	key  string
+	st   store.Store
+	s    *Scheduler
+	refs int // INVARIANT: refs == 0 exactly when the domain is in Domains.idle
+}
+
+// Hold is one claim on a store domain, returned by Open: its Scheduler and
+// Store stay open until the claim is released. Release it when done (defer
+// h.Release()); releasing twice is safe, and a released Hold's Scheduler and
+// Store must not be used again.
+type Hold struct {
+	Scheduler *Scheduler
+	Store     store.Store
+	Name      string // the object's name in Store
+
+	d        *Domains
+	dom      *domain
+	released atomic.Bool
+}
+
+// Release gives the claim back. The domain's last release leaves it open but
+// idle; it is closed when more than keepIdle domains are idle. Release is
+// nil-safe and idempotent.
+func (h *Hold) Release() {
+	if h == nil || h.released.Swap(true) {
+		return
+	}
+	h.d.release(h.dom)
 }
 
 // NewDomains returns an empty registry whose schedulers are created with
@@ -37,61 +76,103 @@ func NewDomains(opts Options) *Domains {
 	return &Domains{opts: opts, m: map[string]*domain{}}
 }
 
-// Open returns the scheduler and store of rawURL's domain, creating them on
-// first use (sizing the store's connection pool to the parallelism), and the
+// Open returns a hold on rawURL's domain, creating its scheduler and store on
+// first use (sizing the store's connection pool to the parallelism), with the
 // object's name within the store. Store options only matter on first use of
 // a domain; the domain key includes the endpoint and credentials.
-// On failure, returns the store's error naming the URL.
-func (d *Domains) Open(rawURL string, so store.Options) (*Scheduler, store.Store, string, error) {
+// On failure, returns the store's error naming the URL, and no hold.
+func (d *Domains) Open(rawURL string, so store.Options) (*Hold, error) {
 	return d.OpenTuned(rawURL, so, Options{})
 }
 
 // OpenTuned is Open for a query that asks for its own scheduler tuning:
 // non-zero fields of tuning override the registry's options (Parallelism
 // aside), and a domain has one scheduler per distinct tuning.
-func (d *Domains) OpenTuned(rawURL string, so store.Options, tuning Options) (*Scheduler, store.Store, string, error) {
+func (d *Domains) OpenTuned(rawURL string, so store.Options, tuning Options) (*Hold, error) {
 	key, err := store.Domain(rawURL, so)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
 	o := d.opts.merge(tuning)
 	key += "|" + o.tuningKey()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, nil, "", ErrClosed
+		return nil, ErrClosed
 	}
-	if dom := d.m[key]; dom != nil {
-		name, err := store.Name(rawURL)
+	var name string
+	dom := d.m[key]
+	if dom == nil {
+		if o.Parallelism <= 0 {
+			o.Parallelism = DefaultParallelism
+			if strings.HasPrefix(key, "file|") {
+				o.Parallelism = DefaultLocalParallelism
+			}
+		}
+		if so.MaxConns <= 0 {
+			so.MaxConns = o.Parallelism + o.Parallelism/8 + 1 // room for hedges
+		}
+		st, stName, err := store.Open(rawURL, so)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, err
 		}
-		return dom.s, dom.st, name, nil
-	}
-	if o.Parallelism <= 0 {
-		o.Parallelism = DefaultParallelism
-		if strings.HasPrefix(key, "file|") {
-			o.Parallelism = DefaultLocalParallelism
+		name = stName
+		dom = &domain{key: key, st: st, s: New(o)}
+		d.m[key] = dom
+	} else {
+		if name, err = store.Name(rawURL); err != nil {
+			return nil, err
+		}
+		if dom.refs == 0 {
+			d.idle = slices.DeleteFunc(d.idle, func(x *domain) bool { return x == dom })
 		}
 	}
-	if so.MaxConns <= 0 {
-		so.MaxConns = o.Parallelism + o.Parallelism/8 + 1 // room for hedges
-	}
-	st, name, err := store.Open(rawURL, so)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	dom := &domain{st: st, s: New(o)}
-	d.m[key] = dom
-	return dom.s, dom.st, name, nil
+	dom.refs++
+	return &Hold{Scheduler: dom.s, Store: dom.st, Name: name, d: d, dom: dom}, nil
 }
 
-// Close closes every scheduler and then every store.
+// release drops one hold on dom and closes the least recently released idle
+// domains beyond keepIdle.
+func (d *Domains) release(dom *domain) {
+	d.mu.Lock()
+	dom.refs--
+	if dom.refs < 0 {
+		d.mu.Unlock()
+		panic("iosched: domain released more often than held")
+	}
+	var evict []*domain
+	if dom.refs == 0 && !d.closed {
+		d.idle = append(d.idle, dom)
+		if n := len(d.idle) - keepIdle; n > 0 {
+			evict = slices.Clone(d.idle[:n])
+			d.idle = slices.Delete(d.idle, 0, n)
+			for _, e := range evict {
+				delete(d.m, e.key)
+			}
+		}
+	}
+	d.mu.Unlock()
+	// Closing waits for the scheduler's workers: not under d.mu.
+	for _, e := range evict {
+		e.s.Close()
+		e.st.Close()
+	}
+}
+
+// Len reports how many domains are open (held or idle).
+func (d *Domains) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.m)
+}
+
+// Close closes every scheduler and then every store, held or not.
 func (d *Domains) Close() error {
 	d.mu.Lock()
 	d.closed = true
 	doms := d.m
 	d.m = map[string]*domain{}
+	d.idle = nil
 	d.mu.Unlock()
 	var errs []error
 	for _, dom := range doms {

@@ -19,14 +19,15 @@ func Example() {
 	// One Domains per process: one scheduler and one store per endpoint.
 	domains := iosched.NewDomains(iosched.Options{})
 	defer domains.Close()
-	s, st, name, err := domains.Open(filepath.Join(dir, "chunk.arrow"), store.Options{})
+	h, err := domains.Open(filepath.Join(dir, "chunk.arrow"), store.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	data, err := s.Fetch(context.Background(), []iosched.Request{
-		{Store: st, Name: name, Offset: 0, Length: 5, Priority: iosched.Priority{Query: 1, Seq: 0}},
-		{Store: st, Name: name, Offset: 7, Length: 6, Priority: iosched.Priority{Query: 1, Seq: 1}},
+	defer h.Release()
+	data, err := h.Scheduler.Fetch(context.Background(), []iosched.Request{
+		{Store: h.Store, Name: h.Name, Offset: 0, Length: 5, Priority: iosched.Priority{Query: 1, Seq: 0}},
+		{Store: h.Store, Name: h.Name, Offset: 7, Length: 6, Priority: iosched.Priority{Query: 1, Seq: 1}},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -680,23 +680,88 @@ func TestDomains(t *testing.T) {
 	d := iosched.NewDomains(iosched.Options{})
 	defer d.Close()
 	dir := writeDir(t, map[string][]byte{"a.bin": []byte("abc")})
-	s1, st1, n1, err := d.Open(dir+"/a.bin", store.Options{})
+	open := func(u string, so store.Options) *iosched.Hold {
+		t.Helper()
+		h, err := d.Open(u, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Release)
+		return h
+	}
+	s3opts := func(secret string) store.Options {
+		return store.Options{S3Endpoint: "127.0.0.1:1", S3AccessKeyID: "a", S3SecretAccessKey: secret}
+	}
+	h1 := open(dir+"/a.bin", store.Options{})
+	h2 := open("file://"+dir+"/b.bin", store.Options{})
+	h3 := open("s3://bkt/k", s3opts("b"))
+	h4 := open("s3://other/k", s3opts("b"))
+	h5 := open("s3://bkt/k", s3opts("c"))
+	if h1.Scheduler != h2.Scheduler || h1.Store != h2.Store || h3.Scheduler != h4.Scheduler ||
+		h3.Scheduler == h5.Scheduler || h1.Scheduler == h3.Scheduler || h3.Name != "bkt/k" {
+		t.Fatal("domains not shared as expected")
+	}
+	if h1.Scheduler.Parallelism() != iosched.DefaultLocalParallelism || h3.Scheduler.Parallelism() != iosched.DefaultParallelism {
+		t.Fatalf("parallelism %d / %d", h1.Scheduler.Parallelism(), h3.Scheduler.Parallelism())
+	}
+	got, err := h1.Scheduler.Fetch(context.Background(), []iosched.Request{{Store: h1.Store, Name: h1.Name, Offset: 1, Length: 2}})
+	if err != nil || string(got[0]) != "bc" {
+		t.Fatalf("%q %v", got, err)
+	}
+}
+
+// TestDomainsEvictIdle: a domain nobody holds stays open for the next query,
+// but only the 16 most recently released idle domains do; a held domain is
+// never closed, however many others come and go (issue 9: Domains never
+// evicted, so every endpoint or credential met kept a pool forever).
+func TestDomainsEvictIdle(t *testing.T) {
+	leakCheck(t)
+	d := iosched.NewDomains(iosched.Options{})
+	defer d.Close()
+	dir := writeDir(t, map[string][]byte{"a.bin": []byte("abc")})
+	tuned := func(i int) iosched.Options { return iosched.Options{RequestSize: int64(1<<20 + i)} }
+
+	held, err := d.OpenTuned(dir+"/a.bin", store.Options{}, tuned(1000))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, st2, _, _ := d.Open("file://"+dir+"/b.bin", store.Options{})
-	s3, _, n3, _ := d.Open("s3://bkt/k", store.Options{S3Endpoint: "127.0.0.1:1", S3AccessKeyID: "a", S3SecretAccessKey: "b"})
-	s4, _, _, _ := d.Open("s3://other/k", store.Options{S3Endpoint: "127.0.0.1:1", S3AccessKeyID: "a", S3SecretAccessKey: "b"})
-	s5, _, _, _ := d.Open("s3://bkt/k", store.Options{S3Endpoint: "127.0.0.1:1", S3AccessKeyID: "a", S3SecretAccessKey: "c"})
-	if s1 != s2 || st1 != st2 || s3 != s4 || s3 == s5 || s1 == s3 || n3 != "bkt/k" {
-		t.Fatal("domains not shared as expected")
+	defer held.Release()
+	first, err := d.OpenTuned(dir+"/a.bin", store.Options{}, tuned(0))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s1.Parallelism() != iosched.DefaultLocalParallelism || s3.Parallelism() != iosched.DefaultParallelism {
-		t.Fatalf("parallelism %d / %d", s1.Parallelism(), s3.Parallelism())
+	firstSched := first.Scheduler
+	first.Release()
+	first.Release() // twice is safe
+	again, err := d.OpenTuned(dir+"/a.bin", store.Options{}, tuned(0))
+	if err != nil {
+		t.Fatal(err)
 	}
-	got, err := s1.Fetch(context.Background(), []iosched.Request{{Store: st1, Name: n1, Offset: 1, Length: 2}})
-	if err != nil || string(got[0]) != "bc" {
-		t.Fatalf("%q %v", got, err)
+	if again.Scheduler != firstSched {
+		t.Fatal("an idle domain was not reused by the next query")
+	}
+	again.Release()
+	for i := 1; i <= 40; i++ {
+		h, err := d.OpenTuned(dir+"/a.bin", store.Options{}, tuned(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+	}
+	if n := d.Len(); n != 16+1 {
+		t.Fatalf("%d domains open after 41 released and 1 held, want the 16 newest idle ones and the held one", n)
+	}
+	got, err := held.Scheduler.Fetch(context.Background(), []iosched.Request{{Store: held.Store, Name: held.Name, Offset: 0, Length: 3}})
+	if err != nil || string(got[0]) != "abc" {
+		t.Fatalf("the held domain after evictions: %q %v", got, err)
+	}
+	reopened, err := d.OpenTuned(dir+"/a.bin", store.Options{}, tuned(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Release()
+	if reopened.Scheduler == firstSched {
+		t.Fatal("the least recently released domain was not evicted")
 	}
 }
 

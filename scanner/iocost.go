@@ -78,11 +78,12 @@ func (s *Scan) planProjection(fields []int) bool {
 	if largest < 0 {
 		return false // no length known: every chunk is read whole
 	}
-	sched, _, _, err := openObject(s.plan.Chunks[0].URL, &s.plan.cfg)
+	h, err := openObject(s.plan.Chunks[0].URL, &s.plan.cfg)
 	if err != nil {
 		return false
 	}
-	return projectionSavesTime(sched.Model(), largest, s.projectedBytes(largest))
+	defer h.Release()
+	return projectionSavesTime(h.Scheduler.Model(), largest, s.projectedBytes(largest))
 }
 
 // chunkProjects decides for chunk c whether the scan reads only its

@@ -46,6 +46,7 @@ type Scan struct {
 	ready     *readyQueue
 	wg        sync.WaitGroup
 	slots     chan struct{}
+	hold      *iosched.Hold      // keeps the first chunk's domain open until Close
 	sched     *iosched.Scheduler // the first chunk's domain, for utilization
 	ioStart   iosched.Stats
 	trace     *traceWriter
@@ -105,18 +106,19 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.ready = newReadyQueue(len(p.Chunks), p.cfg.Ordered)
 	context.AfterFunc(s.ctx, s.ready.wake)
 
-	sched, _, _, err := openObject(p.Chunks[0].URL, &p.cfg)
+	hold, err := openObject(p.Chunks[0].URL, &p.cfg)
 	if err != nil {
 		s.cancel(err)
 		return nil, err
 	}
+	sched := hold.Scheduler
 	if p.cfg.MaxParallelIO > 0 {
 		// The query's own share of the domain's workers; other queries
 		// keep theirs.
 		sched.EnsureParallelism(p.cfg.MaxParallelIO)
 		sched.SetQueryLimit(s.id, p.cfg.MaxParallelIO)
 	}
-	s.sched, s.ioStart = sched, sched.Stats()
+	s.hold, s.sched, s.ioStart = hold, sched, sched.Stats()
 	s.budget.SetCap(min(capacity, knee(largest, s.share(s.ioStart.Parallelism), p.cfg.RequestSize)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
@@ -352,10 +354,12 @@ func (s *Scan) checkSchema(schema *arrow.Schema, batches []arrow.RecordBatch) er
 
 // loadColumns reads only the scan's fields of an IPC file chunk.
 func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
-	sched, st, name, err := openObject(c.URL, &s.plan.cfg)
+	h, err := openObject(c.URL, &s.plan.cfg)
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	defer h.Release()
+	sched, st, name := h.Scheduler, h.Store, h.Name
 	size := c.wireLength()
 	if size < 0 {
 		// The tail of an object of unknown size needs a HEAD, which is not
@@ -474,6 +478,7 @@ func (s *Scan) Close() {
 		s.end = time.Now()
 		s.ioEnd = s.sched.Stats()
 		s.sched.SetQueryLimit(s.id, 0)
+		s.hold.Release()
 		// The registry keeps finished scans: they must not pin memory. The
 		// first chunk's bytes (if this scan did not use them) are fetched
 		// again by a later Start; the pool's free buffers go to the collector.

@@ -86,11 +86,12 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, into []byte, run func(*iosched
 	if c.Size == 0 {
 		return nil, &ChunkError{Chunk: c, Err: fmt.Errorf("%w: the object is empty", ErrBadChunk)}
 	}
-	sched, st, name, err := openObject(c.URL, &p.cfg)
+	h, err := openObject(c.URL, &p.cfg)
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
-	data, err := run(sched, []iosched.Request{{Store: st, Name: name, Offset: c.Offset, Length: c.wireLength(),
+	defer h.Release()
+	data, err := run(h.Scheduler, []iosched.Request{{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: c.wireLength(),
 		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}, Buffer: into}})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}

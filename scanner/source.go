@@ -18,14 +18,14 @@ var ErrNoChunks = errors.New("no chunks")
 // shared by every scan.
 var domains = iosched.NewDomains(iosched.Options{})
 
-// openObject returns the scheduler and store of rawURL's domain and the
-// object's name in it.
-func openObject(rawURL string, cfg *Config) (*iosched.Scheduler, store.Store, string, error) {
-	s, st, name, err := domains.OpenTuned(rawURL, cfg.Store, cfg.schedulerOptions())
+// openObject returns a hold on rawURL's domain: its scheduler and store,
+// and the object's name in it. The caller releases it when done.
+func openObject(rawURL string, cfg *Config) (*iosched.Hold, error) {
+	h, err := domains.OpenTuned(rawURL, cfg.Store, cfg.schedulerOptions())
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("remote_segments: %w", err)
+		return nil, fmt.Errorf("remote_segments: %w", err)
 	}
-	return s, st, name, nil
+	return h, nil
 }
 
 // resolveSource turns the scan's source into catalog rows: inline rows, a
@@ -51,10 +51,12 @@ func resolveSource(ctx context.Context, cfg *Config) ([]Chunk, error) {
 	if f := catalogFormatOf(source); f != 0 && !hasGlobMeta(source) {
 		return readCatalog(ctx, cfg, source, f)
 	}
-	_, st, name, err := openObject(source, cfg)
+	h, err := openObject(source, cfg)
 	if err != nil {
 		return nil, err
 	}
+	defer h.Release()
+	st, name := h.Store, h.Name
 	var objs []store.ObjectInfo
 	switch {
 	case hasGlobMeta(name):
@@ -93,11 +95,13 @@ func resolveSource(ctx context.Context, cfg *Config) ([]Chunk, error) {
 
 // readCatalog fetches and parses a catalog file.
 func readCatalog(ctx context.Context, cfg *Config, source string, f CatalogFormat) ([]Chunk, error) {
-	sched, st, name, err := openObject(source, cfg)
+	h, err := openObject(source, cfg)
 	if err != nil {
 		return nil, err
 	}
-	data, err := sched.Fetch(ctx, []iosched.Request{{Store: st, Name: name, Offset: 0, Length: -1}})
+	defer h.Release()
+	st, name := h.Store, h.Name
+	data, err := h.Scheduler.Fetch(ctx, []iosched.Request{{Store: st, Name: name, Offset: 0, Length: -1}})
 	if err != nil {
 		return nil, &CatalogError{Catalog: source, Row: -1, Err: err}
 	}
