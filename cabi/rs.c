@@ -357,7 +357,9 @@ static void fill(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, i
 		break;
 	}
 	case RS_VIEW: {
-		// An Arrow view of at most 12 bytes has DuckDB's inline layout already.
+		// An Arrow view of at most 12 bytes has DuckDB's inline layout, but the
+		// format leaves the bytes after the string unspecified while DuckDB
+		// compares all 16: copy the string alone (write_string zeroes the rest).
 		const uint8_t *views = col->data;
 		duckdb_string_t *slots = (duckdb_string_t *)out;
 		for (idx_t r = 0; r < n; r++) {
@@ -369,7 +371,7 @@ static void fill(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, i
 			int32_t len, buf, off;
 			memcpy(&len, v, 4);
 			if (len <= 12) {
-				memcpy(&slots[dst + r], v, 16);
+				write_string(vec, &slots[dst + r], dst + r, (const char *)v + 4, (uint32_t)len);
 				continue;
 			}
 			memcpy(&buf, v + 8, 4);
