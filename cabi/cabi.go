@@ -290,7 +290,12 @@ func rsInit(info C.duckdb_init_info) {
 	for i := range proj {
 		proj[i] = int(C.rs_init_column_index(info, C.idx_t(i)))
 	}
-	rows, err := b.start(neededFields(b.columns, proj))
+	fields, err := neededFields(b.columns, proj)
+	if err != nil {
+		withCString(err.Error(), func(cs *C.char) { C.rs_init_set_error(info, cs) })
+		return
+	}
+	rows, err := b.start(fields)
 	if err != nil {
 		withCString(err.Error(), func(cs *C.char) { C.rs_init_set_error(info, cs) })
 		return
@@ -301,11 +306,15 @@ func rsInit(info C.duckdb_init_info) {
 }
 
 // neededFields lists, in order and once each, the record columns the
-// projected output columns read.
-func neededFields(cols []column, proj []int) []int {
+// projected output columns read. It fails on an index that names no output
+// column: every later use of the projection indexes cols with it.
+func neededFields(cols []column, proj []int) ([]int, error) {
 	seen := map[int]bool{}
 	var out []int
 	for _, oc := range proj {
+		if oc < 0 || oc >= len(cols) {
+			return nil, fmt.Errorf("remote_segments: DuckDB asked for output column %d, bind declared %d", oc, len(cols))
+		}
 		if f := cols[oc].field; f >= 0 && !seen[f] {
 			seen[f] = true
 			out = append(out, f)
@@ -315,7 +324,7 @@ func neededFields(cols []column, proj []int) []int {
 	if out == nil {
 		out = []int{} // none: e.g. count(*) reads no column
 	}
-	return out
+	return out, nil
 }
 
 //export rsLocalInit
