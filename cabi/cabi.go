@@ -65,8 +65,10 @@ type threadState struct {
 	pin   runtime.Pinner
 }
 
-// vectorSize is DuckDB's STANDARD_VECTOR_SIZE, the most rows one output chunk holds.
-const vectorSize = 2048
+// vectorSize is the most rows one output chunk holds: the engine's
+// STANDARD_VECTOR_SIZE, a build-time constant of DuckDB (2048 by default,
+// other values in some builds), so it is asked, once, not assumed.
+var vectorSize = sync.OnceValue(func() int64 { return int64(C.rs_vector_size()) })
 
 // errorText turns a recovered panic value into an error message.
 func errorText(r any) string {
@@ -356,7 +358,7 @@ func rsFunction(info C.duckdb_function_info, out C.duckdb_data_chunk) {
 	}
 }
 
-// fill copies the next slice of at most vectorSize rows into out; it leaves
+// fill copies the next slice of at most vectorSize() rows into out; it leaves
 // out empty at the end of the scan. A batch is described (and its buffers
 // pinned) once, when the thread takes it, and unpinned when it is used up.
 func (t *threadState) fill(out C.duckdb_data_chunk) error {
@@ -373,7 +375,7 @@ func (t *threadState) fill(out C.duckdb_data_chunk) error {
 			t.batch = b
 			t.describe(b)
 		}
-		start, n := t.batch.Take(vectorSize)
+		start, n := t.batch.Take(vectorSize())
 		if n == 0 {
 			t.dropBatch()
 			continue

@@ -157,6 +157,7 @@ uintptr_t rs_function_get_local_data(duckdb_function_info info) { return (uintpt
 void rs_function_set_error(duckdb_function_info info, const char *error) { duckdb_function_set_error(info, error); }
 void rs_data_chunk_set_size(duckdb_data_chunk out, idx_t n) { duckdb_data_chunk_set_size(out, n); }
 void rs_free(void *p) { duckdb_free(p); }
+idx_t rs_vector_size(void) { return duckdb_vector_size(); }
 
 duckdb_value rs_bind_get_value(duckdb_bind_info info, idx_t index) { return duckdb_bind_get_parameter(info, index); }
 void rs_value_destroy(duckdb_value v) { duckdb_destroy_value(&v); }
