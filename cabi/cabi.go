@@ -126,8 +126,15 @@ func bind(info C.duckdb_bind_info) error {
 	if host.loadErr != nil {
 		return host.loadErr
 	}
+	allowed, err := processAllowList()
+	if err != nil {
+		return err
+	}
 	statement := host.statement(info)
 	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process}
+	if allowed != nil {
+		cfg.Admit = allowed.admit
+	}
 	if err := readSource(info, &cfg); err != nil {
 		return err
 	}

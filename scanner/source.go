@@ -21,6 +21,11 @@ var domains = iosched.NewDomains(iosched.Options{})
 // openObject returns the scheduler and store of rawURL's domain and the
 // object's name in it.
 func openObject(rawURL string, cfg *Config) (*iosched.Scheduler, store.Store, string, error) {
+	if cfg.Admit != nil {
+		if err := cfg.Admit(rawURL); err != nil {
+			return nil, nil, "", fmt.Errorf("remote_segments: %w", err)
+		}
+	}
 	s, st, name, err := domains.OpenTuned(rawURL, cfg.Store, cfg.schedulerOptions())
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("remote_segments: %w", err)

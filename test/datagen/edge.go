@@ -21,12 +21,17 @@ var EdgeViewStrings = []string{"", "a", "abc", "abc", "twelve bytes", "a"}
 //	                    unspecified); equal strings must still compare equal
 //	empty-batch.arrow   a zero-row batch whose string and list columns have
 //	                    no offsets buffer, then a batch of three rows
+//	escape.csv          a catalog whose row leaves edge/ (../bad/...): a
+//	                    sandbox that admits edge/ must refuse its chunk
 func WriteEdgeInputs(dir string) error {
 	edge := filepath.Join(dir, "edge")
 	if err := os.MkdirAll(edge, 0o755); err != nil {
 		return err
 	}
 	if err := writeViewPadding(filepath.Join(edge, "view-padding.arrow")); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(edge, "escape.csv"), []byte("url\nview-padding.arrow\n../bad/mismatch/a.arrow\n"), 0o644); err != nil {
 		return err
 	}
 	return writeEmptyBatch(filepath.Join(edge, "empty-batch.arrow"))
