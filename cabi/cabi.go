@@ -65,8 +65,10 @@ type threadState struct {
 	pin   runtime.Pinner
 }
 
-// vectorSize is DuckDB's STANDARD_VECTOR_SIZE, the most rows one output chunk holds.
-const vectorSize = 2048
+// vectorSize is the most rows one output chunk holds: the engine's
+// STANDARD_VECTOR_SIZE, a build-time constant of DuckDB (2048 by default,
+// other values in some builds), so it is asked, once, not assumed.
+var vectorSize = sync.OnceValue(func() int64 { return int64(C.rs_vector_size()) })
 
 // errorText turns a recovered panic value into an error message.
 func errorText(r any) string {
@@ -124,8 +126,15 @@ func bind(info C.duckdb_bind_info) error {
 	if host.loadErr != nil {
 		return host.loadErr
 	}
+	allowed, err := processAllowList()
+	if err != nil {
+		return err
+	}
 	statement := host.statement(info)
 	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process}
+	if allowed != nil {
+		cfg.Admit = allowed.admit
+	}
 	if err := readSource(info, &cfg); err != nil {
 		return err
 	}
@@ -290,7 +299,12 @@ func rsInit(info C.duckdb_init_info) {
 	for i := range proj {
 		proj[i] = int(C.rs_init_column_index(info, C.idx_t(i)))
 	}
-	rows, err := b.start(neededFields(b.columns, proj))
+	fields, err := neededFields(b.columns, proj)
+	if err != nil {
+		withCString(err.Error(), func(cs *C.char) { C.rs_init_set_error(info, cs) })
+		return
+	}
+	rows, err := b.start(fields)
 	if err != nil {
 		withCString(err.Error(), func(cs *C.char) { C.rs_init_set_error(info, cs) })
 		return
@@ -301,11 +315,15 @@ func rsInit(info C.duckdb_init_info) {
 }
 
 // neededFields lists, in order and once each, the record columns the
-// projected output columns read.
-func neededFields(cols []column, proj []int) []int {
+// projected output columns read. It fails on an index that names no output
+// column: every later use of the projection indexes cols with it.
+func neededFields(cols []column, proj []int) ([]int, error) {
 	seen := map[int]bool{}
 	var out []int
 	for _, oc := range proj {
+		if oc < 0 || oc >= len(cols) {
+			return nil, fmt.Errorf("remote_segments: DuckDB asked for output column %d, bind declared %d", oc, len(cols))
+		}
 		if f := cols[oc].field; f >= 0 && !seen[f] {
 			seen[f] = true
 			out = append(out, f)
@@ -315,7 +333,7 @@ func neededFields(cols []column, proj []int) []int {
 	if out == nil {
 		out = []int{} // none: e.g. count(*) reads no column
 	}
-	return out
+	return out, nil
 }
 
 //export rsLocalInit
@@ -347,7 +365,7 @@ func rsFunction(info C.duckdb_function_info, out C.duckdb_data_chunk) {
 	}
 }
 
-// fill copies the next slice of at most vectorSize rows into out; it leaves
+// fill copies the next slice of at most vectorSize() rows into out; it leaves
 // out empty at the end of the scan. A batch is described (and its buffers
 // pinned) once, when the thread takes it, and unpinned when it is used up.
 func (t *threadState) fill(out C.duckdb_data_chunk) error {
@@ -364,7 +382,7 @@ func (t *threadState) fill(out C.duckdb_data_chunk) error {
 			t.batch = b
 			t.describe(b)
 		}
-		start, n := t.batch.Take(vectorSize)
+		start, n := t.batch.Take(vectorSize())
 		if n == 0 {
 			t.dropBatch()
 			continue

@@ -157,6 +157,7 @@ uintptr_t rs_function_get_local_data(duckdb_function_info info) { return (uintpt
 void rs_function_set_error(duckdb_function_info info, const char *error) { duckdb_function_set_error(info, error); }
 void rs_data_chunk_set_size(duckdb_data_chunk out, idx_t n) { duckdb_data_chunk_set_size(out, n); }
 void rs_free(void *p) { duckdb_free(p); }
+idx_t rs_vector_size(void) { return duckdb_vector_size(); }
 
 duckdb_value rs_bind_get_value(duckdb_bind_info info, idx_t index) { return duckdb_bind_get_parameter(info, index); }
 void rs_value_destroy(duckdb_value v) { duckdb_destroy_value(&v); }
@@ -357,7 +358,9 @@ static void fill(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, i
 		break;
 	}
 	case RS_VIEW: {
-		// An Arrow view of at most 12 bytes has DuckDB's inline layout already.
+		// An Arrow view of at most 12 bytes has DuckDB's inline layout, but the
+		// format leaves the bytes after the string unspecified while DuckDB
+		// compares all 16: copy the string alone (write_string zeroes the rest).
 		const uint8_t *views = col->data;
 		duckdb_string_t *slots = (duckdb_string_t *)out;
 		for (idx_t r = 0; r < n; r++) {
@@ -369,7 +372,7 @@ static void fill(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, i
 			int32_t len, buf, off;
 			memcpy(&len, v, 4);
 			if (len <= 12) {
-				memcpy(&slots[dst + r], v, 16);
+				write_string(vec, &slots[dst + r], dst + r, (const char *)v + 4, (uint32_t)len);
 				continue;
 			}
 			memcpy(&buf, v + 8, 4);

@@ -61,7 +61,7 @@ typedef struct rs_col {
 } rs_col;
 
 // rs_fill copies rows [start, start+nrows) of ncols columns into out and sets
-// its size.
+// its size; nrows is at most rs_vector_size().
 void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows);
 
 // Logical types for bind. Each constructor returns a new type the caller
@@ -110,6 +110,7 @@ void rs_function_set_error(duckdb_function_info info, const char *error);
 void rs_local_init_set_data(duckdb_init_info info, uintptr_t handle);
 void rs_data_chunk_set_size(duckdb_data_chunk out, idx_t n);
 void rs_free(void *p);
+idx_t rs_vector_size(void); // rows per output chunk (STANDARD_VECTOR_SIZE)
 
 // duckdb_value access for the source argument (any type). Values returned
 // by rs_bind_get_value and rs_value_*_child are new: destroy them with

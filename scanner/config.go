@@ -46,6 +46,11 @@ type Config struct {
 	// is the parent of this scan's budget. Nil: the scan's budget alone.
 	Process *Process
 
+	// Admit, if set, is asked before any object is opened (a catalog file,
+	// a listing, every chunk) with the URL or path as the scan names it; an
+	// error refuses it and fails the scan. Hosts enforce their sandbox here.
+	Admit func(rawURL string) error
+
 	Allocator memory.Allocator // for decoded buffers; nil means memory.DefaultAllocator
 	// DebugPanic makes the scan panic at a stage ("bind" or "next"). Tests use
 	// it to prove that a panic becomes a DuckDB error instead of a crash.

@@ -19,8 +19,15 @@ var ErrNoChunks = errors.New("no chunks")
 var domains = iosched.NewDomains(iosched.Options{})
 
 // openObject returns a hold on rawURL's domain: its scheduler and store,
-// and the object's name in it. The caller releases it when done.
+// and the object's name in it. The caller releases it when done. A URL the
+// host's sandbox does not admit (Config.Admit) is refused before any store
+// is opened.
 func openObject(rawURL string, cfg *Config) (*iosched.Hold, error) {
+	if cfg.Admit != nil {
+		if err := cfg.Admit(rawURL); err != nil {
+			return nil, fmt.Errorf("remote_segments: %w", err)
+		}
+	}
 	h, err := domains.OpenTuned(rawURL, cfg.Store, cfg.schedulerOptions())
 	if err != nil {
 		return nil, fmt.Errorf("remote_segments: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -222,6 +223,17 @@ func (r *Runner) runFile(h Host, f *File, vars map[string]string, hr *HostReport
 	}
 	defer os.RemoveAll(testDir)
 
+	h.Env = slices.Clip(h.Env)
+	for _, rec := range f.Records {
+		if rec.Kind == HostEnv && appliesTo(&rec, h.Name) {
+			val, err := substitute(rec.Args[1], vars, testDir)
+			if err != nil {
+				r.fail(hr, Failure{Host: h.Name, File: f.Path, Line: rec.Line, Msg: err.Error()})
+				return
+			}
+			h.Env = append(h.Env, rec.Args[0]+"="+val)
+		}
+	}
 	sess, err := startSession(h, r.timeout())
 	if err != nil {
 		r.fail(hr, Failure{Host: h.Name, File: f.Path, Msg: "cannot start the host: " + err.Error()})
@@ -245,7 +257,7 @@ func (r *Runner) runFile(h Host, f *File, vars map[string]string, hr *HostReport
 			continue
 		}
 		switch rec.Kind {
-		case Load:
+		case Load, HostEnv:
 			continue
 		case Halt:
 			return

@@ -72,6 +72,7 @@ const (
 	Load                   // load PATH (no-op)
 	Sleep                  // sleep N [unit]
 	Halt                   // halt
+	HostEnv                // host-env NAME VALUE
 )
 
 func (k Kind) String() string {
@@ -92,6 +93,8 @@ func (k Kind) String() string {
 		return "sleep"
 	case Halt:
 		return "halt"
+	case HostEnv:
+		return "host-env"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -130,7 +133,7 @@ type Record struct {
 	Expected []string // Query: expected result lines
 	HasRows  bool     // Query: the record had a "----" line
 
-	Args []string // Require, RequireEnv, Load, Sleep: the words after the keyword
+	Args []string // Require, RequireEnv, HostEnv, Load, Sleep: the words after the keyword
 
 	SkipIf []string // skipif conditions that precede the record
 	OnlyIf []string // onlyif conditions that precede the record
@@ -425,6 +428,15 @@ func (p *parser) record(lineNo int, fields []string) (Record, error) {
 		rec.Kind = RequireEnv
 		if len(fields) < 2 || len(fields) > 3 {
 			return rec, p.errorf(lineNo, "usage: require-env NAME [VALUE]")
+		}
+		rec.Args = fields[1:]
+	case "host-env":
+		// Sets NAME=VALUE (after ${...} substitution) in the environment of
+		// every host process the file starts, wherever the record stands:
+		// for settings a host reads once per process.
+		rec.Kind = HostEnv
+		if len(fields) != 3 {
+			return rec, p.errorf(lineNo, "usage: host-env NAME VALUE")
 		}
 		rec.Args = fields[1:]
 	case "restart":

@@ -62,6 +62,8 @@ restart
 sleep 10 milliseconds
 
 halt
+
+host-env A ${B}/c
 `)
 	if f.Name != "test/sql/x.test" || f.Description != "a description" || f.Group != "[remote_segments]" {
 		t.Errorf("header = %q %q %q", f.Name, f.Description, f.Group)
@@ -80,6 +82,7 @@ halt
 		{Kind: Restart, Line: 41},
 		{Kind: Sleep, Line: 43, Args: []string{"10", "milliseconds"}},
 		{Kind: Halt, Line: 45},
+		{Kind: HostEnv, Line: 47, Args: []string{"A", "${B}/c"}},
 	}
 	if len(f.Records) != len(want) {
 		t.Fatalf("got %d records, want %d: %+v", len(f.Records), len(want), f.Records)

@@ -47,6 +47,11 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote bad inputs to %s/bad\n", *out)
+		if err := datagen.WriteEdgeInputs(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote edge-case inputs to %s/edge\n", *out)
 		if err := datagen.WriteLarge(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "datagen:", err)
 			os.Exit(1)

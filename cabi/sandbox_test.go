@@ -1,0 +1,60 @@
+package cabi
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestAllowListAdmitsOnlyUnderItsPrefixes(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := parseAllowList(" /data/ok , s3://Bucket/ds/,https://h.example:8443/pub,relative/dir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := []string{
+		"/data/ok", "/data/ok/x.arrow", "file:///data/ok/a/b.arrow", "/data/ok/**/*.arrow", "/data/other/../ok/x.arrow",
+		"s3://bucket/ds/x.arrow", "S3://BUCKET/ds/sub/", "https://h.example:8443/pub/a.arrow", "https://H.example:8443/pub",
+		filepath.Join(wd, "relative/dir/x.arrow"), "relative/dir/y.arrow", "./relative/dir/z/",
+	}
+	refused := []string{
+		"/data/okay/x.arrow", "/data/ok/../secret", "/data/ok/../../etc/passwd", "file:///etc/passwd", "/data/*",
+		"s3://bucket/ds", "s3://bucket/dsx/a", "s3://other/ds/x", "https://h.example:8443/public/a", "http://h.example:8443/pub/a",
+		"https://h.example/pub/a", "https://h.example:8443/pub/%2e%2e/secret", "relative/other", "gopher://x",
+		"", "s3:///nohost",
+	}
+	for _, s := range admitted {
+		if err := l.admit(s); err != nil {
+			t.Errorf("admit(%q) = %v, want nil", s, err)
+		}
+	}
+	for _, s := range refused {
+		if err := l.admit(s); !errors.Is(err, ErrNotAllowed) {
+			t.Errorf("admit(%q) = %v, want ErrNotAllowed", s, err)
+		}
+	}
+}
+
+func TestAllowListEmptyAdmitsEverything(t *testing.T) {
+	for _, s := range []string{"", " , ,"} {
+		l, err := parseAllowList(s)
+		if err != nil || l != nil {
+			t.Fatalf("parseAllowList(%q) = %v, %v; want nil, nil", s, l, err)
+		}
+		if err := l.admit("/anything"); err != nil {
+			t.Errorf("nil list refused: %v", err)
+		}
+	}
+}
+
+func TestAllowListRejectsMalformedPrefix(t *testing.T) {
+	for _, s := range []string{"s3://", "https://h/ok,http://%zz/"} {
+		if l, err := parseAllowList(s); err == nil {
+			t.Errorf("parseAllowList(%q) = %v, want an error", s, l)
+		}
+	}
+}
