@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -34,17 +35,64 @@ func openHTTP(raw string, opts Options) (Store, string, error) {
 	if u.User != nil {
 		base = u.Scheme + "://" + u.User.String() + "@" + u.Host
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	n := opts.maxConns()
-	tr.MaxIdleConns = 2 * n
-	tr.MaxIdleConnsPerHost = n   // the default of 2 re-dials at every request beyond it
-	tr.DisableCompression = true // byte ranges must arrive as stored
+	tr := newTransport(opts.maxConns())
 	return &httpStore{
 		base:   base,
 		shown:  u.Scheme + "://" + u.Host,
-		client: &http.Client{Transport: tr},
+		client: &http.Client{Transport: tr, CheckRedirect: checkRedirect},
 		tr:     tr,
 	}, name, nil
+}
+
+// newTransport returns the transport of an HTTP or S3 store: a keep-alive
+// pool sized to the IO parallelism n (the default of 2 idle connections
+// per host re-dials at every request beyond it), no transparent
+// decompression (byte ranges must arrive as stored), and a dialer that
+// never asks a resolver about a name under .invalid.
+func newTransport(n int) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 2 * n
+	tr.MaxIdleConnsPerHost = n
+	tr.DisableCompression = true
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second} // http.DefaultTransport's
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// RFC 6761 §6.4: .invalid names never resolve, and resolvers
+		// should not be asked (the query would leave the machine).
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "invalid" || strings.HasSuffix(h, ".invalid") {
+				return nil, &net.DNSError{Err: "no such host (a name under .invalid never resolves)", Name: host, IsNotFound: true}
+			}
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	return tr
+}
+
+// maxRedirects bounds the redirects one request follows.
+const maxRedirects = 5
+
+// checkRedirect follows at most maxRedirects redirects, and only to the
+// scheme of the first request: never from https:// down to http://, up to
+// https:// from a store opened as http://, or to file:// and the like.
+// Its errors wrap ErrUnsupported, so they are not retried.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if from, to := via[0].URL.Scheme, req.URL.Scheme; to != from {
+		return fmt.Errorf("%w: a redirect from %s:// to %s:// (only redirects to %s:// are followed)", ErrUnsupported, from, to, from)
+	}
+	if len(via) > maxRedirects {
+		return fmt.Errorf("%w: more than %d redirects", ErrUnsupported, maxRedirects)
+	}
+	return nil
+}
+
+// encodingErr refuses a body the server encoded (gzip, br...) on the way:
+// its bytes are not the object's, and a range of them means nothing.
+func encodingErr(enc string) error {
+	switch strings.ToLower(strings.TrimSpace(enc)) {
+	case "", "identity", "aws-chunked":
+		return nil
+	}
+	return fmt.Errorf("%w: the response has Content-Encoding %q; byte ranges must arrive as stored", ErrUnsupported, enc)
 }
 
 func httpName(u *url.URL) string {
@@ -123,6 +171,12 @@ func (s *httpStore) GetRange(ctx context.Context, name string, off, length int64
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, s.fail("GET", name, rng, 0, "", unwrapURLError(err))
+	}
+	if resp.StatusCode/100 == 2 {
+		if err := encodingErr(resp.Header.Get("Content-Encoding")); err != nil {
+			resp.Body.Close()
+			return nil, s.fail("GET", name, rng, resp.StatusCode, "", err)
+		}
 	}
 	switch resp.StatusCode {
 	case http.StatusPartialContent:

@@ -64,13 +64,9 @@ func newS3Store(opts Options) (*s3Store, error) {
 		}
 	}
 
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	n := opts.maxConns()
 	// The SDK's default pool keeps 10 idle connections per host and re-dials
 	// beyond that: size it to the IO parallelism.
-	tr.MaxIdleConns = 2 * n
-	tr.MaxIdleConnsPerHost = n
-	tr.DisableCompression = true
+	tr := newTransport(opts.maxConns())
 
 	var cfg aws.Config
 	if opts.S3AccessKeyID != "" || opts.S3SecretAccessKey != "" || opts.S3SessionToken != "" {
@@ -92,7 +88,7 @@ func newS3Store(opts Options) (*s3Store, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
-	cfg.HTTPClient = &http.Client{Transport: tr}
+	cfg.HTTPClient = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	cfg.RetryMaxAttempts = 1
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
@@ -118,6 +114,11 @@ func (s *s3Store) fail(op, name, rng string, err error) error {
 	if errors.As(err, &herr) {
 		re.Status = herr.HTTPStatusCode()
 	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) && errors.Is(uerr.Err, ErrUnsupported) {
+		re.Err = uerr.Err // checkRedirect refused a redirect
+		return re
+	}
 	var msg string
 	var aerr smithy.APIError
 	if errors.As(err, &aerr) {
@@ -137,12 +138,21 @@ func (s *s3Store) fail(op, name, rng string, err error) error {
 		if herr != nil && herr.Response != nil {
 			re.RetryAfter = parseRetryAfter(herr.Response.Header.Get("Retry-After"), time.Now())
 		}
+	case re.Status >= 300 && re.Status < 400:
+		// A redirect the client did not follow (S3's 301 PermanentRedirect
+		// names another region or endpoint): say so, do not retry.
+		re.Err = fmt.Errorf("%w: HTTP %d, a redirect that was not followed (check s3_endpoint and s3_region)", ErrUnsupported, re.Status)
 	case re.Status != 0:
 		re.Err = fmt.Errorf("HTTP %d: %s", re.Status, msg)
 	default:
-		// A transport error: drop the SDK's operation wrapper, keep the cause.
+		// A transport error: drop the SDK's wrappers (operation, "https
+		// response error StatusCode: 0, RequestID: ...", and *url.Error,
+		// which repeats the URL), keep the cause.
 		var oerr *smithy.OperationError
-		if errors.As(err, &oerr) {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			re.Err = uerr.Err
+		} else if errors.As(err, &oerr) {
 			re.Err = oerr.Err
 		}
 	}
@@ -165,6 +175,29 @@ func (s *s3Store) GetRange(ctx context.Context, name string, off, length int64) 
 	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
 		return nil, s.fail("GET", name, rng, err)
+	}
+	if err := encodingErr(aws.ToString(out.ContentEncoding)); err != nil {
+		out.Body.Close()
+		return nil, s.fail("GET", name, rng, err)
+	}
+	if in.Range != nil && out.ContentRange == nil {
+		// 200 and the whole object instead of 206: usable from offset 0
+		// only (as over HTTP).
+		if off > 0 {
+			out.Body.Close()
+			return nil, s.fail("GET", name, rng, fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
+		}
+		if length >= 0 {
+			if out.ContentLength != nil && *out.ContentLength < length {
+				out.Body.Close()
+				return nil, s.fail("GET", name, rng, rangeErr(*out.ContentLength))
+			}
+			return struct {
+				io.Reader
+				io.Closer
+			}{io.LimitReader(out.Body, length), out.Body}, nil
+		}
+		return out.Body, nil
 	}
 	if length >= 0 && out.ContentLength != nil && *out.ContentLength < length {
 		if total := contentRangeTotal(aws.ToString(out.ContentRange)); total >= 0 && off+length > total {
