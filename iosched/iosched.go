@@ -304,6 +304,7 @@ type task struct {
 	state    taskState
 	attempts int
 	spent    int // retry-budget tokens its retries took
+	broken   int // failures that were not throttles (resets, short bodies, timeouts)
 	enqueued time.Time
 	timer    *time.Timer
 }
@@ -865,8 +866,18 @@ func (s *Scheduler) run(id int, t *task) {
 	if throttled {
 		s.answerLocked(issued, time.Now(), true)
 	}
+	if cost > 0 && !throttled {
+		t.broken++
+	}
 	switch {
 	case !retry:
+	case cost > 0 && !throttled && t.broken > s.o.Retries:
+		// Random resets and stalls hit a GET rarely; the same GET broken
+		// Retries+1 times is a server that cannot serve it (a body that
+		// never comes, a Content-Length it never fills): fail within
+		// Retries+1 timeouts and their back-off, not after draining the
+		// budget for 20 attempts.
+		retry = false
 	case cost > 0 && t.attempts < maxBudgetedAttempts:
 		// Throttles, resets and timeouts draw from the shared budget.
 		if s.rb.take(cost) {

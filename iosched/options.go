@@ -41,7 +41,9 @@ type Options struct {
 	// Retries is how many times a GET that failed with a server error
 	// (5xx other than 503) is retried; negative means never retry anything.
 	// Throttled (429, 503), reset and timed-out GETs are retried while the
-	// retry budget lasts instead (at most 20 attempts each).
+	// retry budget lasts instead (at most 20 attempts each), except that a
+	// GET whose connection broke (reset, short body, timeout) more than
+	// Retries times fails.
 	Retries int
 	// RetryBudget is the capacity in tokens of the retry budget: a retry of
 	// a throttled or reset GET costs 5, of a timed-out one 10, and every GET
