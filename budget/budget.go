@@ -584,17 +584,12 @@ func (l *Lease) Commit(actual int64) {
 	l.held += delta
 	for lv := b; lv != nil; lv = lv.parent {
 		lv.committed += actual
-		lv.addLocked(b, delta)
-		switch {
-		case delta > 0:
-			lv.grown += delta
-			lv.peak = max(lv.peak, lv.inUse)
-			if lv.inUse > lv.capacity {
-				lv.overcommits++
-			}
-		case delta < 0:
-			lv.refunded -= delta
+		if delta > 0 {
+			lv.growLocked(b, delta)
+			continue
 		}
+		lv.addLocked(b, delta)
+		lv.refunded -= delta
 	}
 	if l.wire > 0 {
 		b.observeLocked(float64(actual) / float64(l.wire))
@@ -603,6 +598,18 @@ func (l *Lease) Commit(actual int64) {
 		b.notifyLocked()
 	}
 	b.unlock()
+}
+
+// growLocked charges b (the lease's budget or a parent of it) n more bytes
+// of a lease of origin without blocking (Commit above the estimate, Grow),
+// counting an overcommit when that leaves b above its cap.
+func (b *Budget) growLocked(origin *Budget, n int64) {
+	b.addLocked(origin, n)
+	b.grown += n
+	b.peak = max(b.peak, b.inUse)
+	if b.inUse > b.capacity {
+		b.overcommits++
+	}
 }
 
 // Grow charges n more bytes to the lease at once, without blocking, as the
@@ -628,12 +635,7 @@ func (l *Lease) Grow(n int64) {
 	l.size += n
 	l.held += n
 	for lv := b; lv != nil; lv = lv.parent {
-		lv.addLocked(b, n)
-		lv.grown += n
-		lv.peak = max(lv.peak, lv.inUse)
-		if lv.inUse > lv.capacity {
-			lv.overcommits++
-		}
+		lv.growLocked(b, n)
 	}
 	b.unlock()
 }
