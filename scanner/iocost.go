@@ -78,7 +78,7 @@ func (s *Scan) planProjection(fields []int) bool {
 	if largest < 0 {
 		return false // no length known: every chunk is read whole
 	}
-	h, err := openObject(s.plan.Chunks[0].URL, &s.plan.cfg)
+	h, err := openObject(s.plan.home, &s.plan.cfg)
 	if err != nil {
 		return false
 	}

@@ -106,7 +106,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.ready = newReadyQueue(len(p.Chunks), p.cfg.Ordered)
 	context.AfterFunc(s.ctx, s.ready.wake)
 
-	hold, err := openObject(p.Chunks[0].URL, &p.cfg)
+	hold, err := openObject(p.home, &p.cfg)
 	if err != nil {
 		s.cancel(err)
 		return nil, err
@@ -349,7 +349,7 @@ func (s *Scan) checkSchema(schema *arrow.Schema, batches []arrow.RecordBatch) er
 	}
 	releaseAll(batches)
 	return fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s; use union_by_name := true to match columns by name",
-		ErrBadChunk, schema, shownURL(s.plan.Chunks[0].URL), s.plan.Schema)
+		ErrBadChunk, schema, shownURL(s.plan.home), s.plan.Schema)
 }
 
 // loadColumns reads only the scan's fields of an IPC file chunk.
@@ -516,6 +516,7 @@ func (s *Scan) Stats() Stats {
 		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
 		BudgetLimit: s.limit,
 		Pool:        s.budget.PoolStats(),
+		Pruned:      s.plan.pruned,
 	}
 }
 

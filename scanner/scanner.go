@@ -42,6 +42,11 @@ type Plan struct {
 	// whether reading only some columns pays.
 	colBytes []int64
 	bodyLen  int64
+	// home is the URL of the source's first chunk: the store domain the
+	// scan runs on and the schema's origin, even when Select dropped it.
+	home string
+	// pruned counts the chunks Select dropped.
+	pruned int64
 }
 
 // Bind resolves cfg's source and reads the first chunk's schema. On failure
@@ -57,7 +62,7 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{cfg: cfg, Chunks: chunks}
+	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL}
 	data, err := p.fetchAtBind(ctx, &chunks[0])
 	if err != nil {
 		return nil, err
@@ -75,6 +80,35 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// Resolve lists the chunks cfg's source names (its catalog rows, the
+// objects of a glob or prefix, or the LIST), as Bind would, without reading
+// any chunk.
+func Resolve(ctx context.Context, cfg Config) ([]Chunk, error) {
+	return resolveSource(ctx, &cfg)
+}
+
+// Select keeps only the chunks keep returns true for and returns how many
+// it dropped (the stats' Pruned). Call it before Start: the dropped chunks
+// are never requested. The schema stays the source's first chunk's, so
+// every selection of one source has the same columns, even an empty one.
+func (p *Plan) Select(keep func(c *Chunk) bool) int {
+	kept := p.Chunks[:0:0]
+	for i := range p.Chunks {
+		if keep(&p.Chunks[i]) {
+			kept = append(kept, p.Chunks[i])
+		}
+	}
+	dropped := len(p.Chunks) - len(kept)
+	if len(kept) == 0 || kept[0].Row != 0 {
+		p.firstMu.Lock()
+		p.first = nil // the first chunk is not read: do not pin its bytes
+		p.firstMu.Unlock()
+	}
+	p.Chunks = kept
+	p.pruned += int64(dropped)
+	return dropped
 }
 
 // fetchWhole reads chunk c's byte range in one request, run by run (the
@@ -191,6 +225,9 @@ type Stats struct {
 	// ProjectedChunks were read column by column; ProjectionSaved is the
 	// bytes of theirs that were not fetched.
 	ProjectedChunks, ProjectionSaved int64
+	// Pruned counts the chunks of the source that Select dropped before
+	// the scan: never requested.
+	Pruned int64
 	// Throttled counts the 429/503 answers the scan's GETs got.
 	Throttled int64
 	// LimitMin and LimitFinal are the domain's throttling limit on
