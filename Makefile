@@ -1,8 +1,10 @@
 # remote_segments: a DuckDB table function written in Go.
 #
-#   make            build build/release/remote_segments.duckdb_extension
-#   make demo       build, write a sample dataset, query it in the DuckDB CLI
-#   make test       every test: Go (with -race), SQL tests in four DuckDB hosts
+#   make            build build/release/remote_segments.duckdb_extension (C API v1.2.0,
+#                   DuckDB 1.4-2.0) and its DuckDB 2.0 edition
+#                   build/release/v2.0.0/remote_segments.duckdb_extension (V2 C API)
+#   make demo       build, write a sample dataset, query it in the DuckDB CLI (2.0 edition)
+#   make test       every test: Go (with -race), SQL tests in five DuckDB hosts (the CLI twice: both files)
 #   make bench      benchmarks (ratios against references measured in the same run)
 #   make debug      build build/debug/remote_segments.duckdb_extension
 #   make duckdb     provision the Debian DuckDB CLI into .tools/
@@ -15,6 +17,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := release
 
 EXT      := build/release/remote_segments.duckdb_extension
+EXT_V2   := build/release/v2.0.0/remote_segments.duckdb_extension
 EXT_DBG  := build/debug/remote_segments.duckdb_extension
 DUCKDB   := .tools/bin/duckdb
 VERSITYGW := .tools/bin/versitygw
@@ -27,10 +30,11 @@ GO_SOURCES := $(shell find . -path ./.tools -prune -o -path ./build -prune -o \(
 
 .PHONY: release debug demo test test-go test-sql bench duckdb versitygw headers host clean tools
 
-release: $(EXT)
+release: $(EXT) $(EXT_V2)
 debug: $(EXT_DBG)
 
-$(EXT): $(GO_SOURCES) tools/build-extension.sh
+# One build writes both files.
+$(EXT) $(EXT_V2) &: $(GO_SOURCES) tools/build-extension.sh tools/fetch-duckdb-v2-headers.sh
 	tools/build-extension.sh release
 
 $(EXT_DBG): $(GO_SOURCES) tools/build-extension.sh
@@ -38,6 +42,16 @@ $(EXT_DBG): $(GO_SOURCES) tools/build-extension.sh
 
 headers:
 	tools/fetch-duckdb-headers.sh
+	tools/fetch-duckdb-v2-headers.sh
+
+# The V2 C API types written for the 2.0 edition (cabi/duckdb_v2_types.h),
+# checked against the 2.0 CLI's own libduckdb.
+DUCKDB_LIB := .tools/duckdb/root/usr/lib/x86_64-linux-gnu
+V2CHECK := build/v2check
+$(V2CHECK): test/v2check/v2check.c cabi/duckdb_v2_types.h build/include-v2/duckdb_ext_api_v2.h
+	$(CC) -O1 -Wall -Werror -Icabi -Ibuild/include-v2 -o $@ test/v2check/v2check.c -ldl
+build/include-v2/duckdb_ext_api_v2.h:
+	tools/fetch-duckdb-v2-headers.sh
 
 duckdb:
 	tools/install-duckdb-cli.sh
@@ -63,11 +77,12 @@ $(GOHOST): $(GO_SOURCES)
 
 tools: duckdb versitygw host
 
+# The 2.0 CLI loads the 2.0 edition (progress bar, settings, pruning, partitions).
 demo: release duckdb
 	go run ./test/cmd/datagen -out $(DEMO_DATA)
 	@echo
-	@echo "-- DuckDB CLI $$($(DUCKDB) -version), extension $(EXT)"
-	$(DUCKDB) -unsigned -c "LOAD '$(EXT)'; \
+	@echo "-- DuckDB CLI $$($(DUCKDB) -version), extension $(EXT_V2)"
+	$(DUCKDB) -unsigned -c "LOAD '$(EXT_V2)'; \
 		SELECT segment_id, count(*) AS rows, sum(x) AS sum_x, min(x) AS min_x, max(x) AS max_x, count(s) AS strings \
 		FROM remote_segments('$(DEMO_DATA)/chunks/**/*.arrow', memory_budget := '1MiB') GROUP BY ALL ORDER BY 1; \
 		SELECT scan_id, state, chunks, rows, wire_bytes, gets, max_parallel_io, round(io_utilization, 2) AS io_util, \
@@ -76,8 +91,10 @@ demo: release duckdb
 	@echo "-- expected (computed by the data generator): $(DEMO_DATA)/expected.csv"
 	@cut -d, -f1-5 $(DEMO_DATA)/expected.csv | column -t -s,
 
-test: release tools $(GOHOST)
+test: release tools $(GOHOST) $(V2CHECK)
 	tools/check-extension.sh $(EXT)
+	tools/check-extension.sh $(EXT_V2)
+	$(DUCKDB_LIB)/ld-linux-x86-64.so.2 --library-path $(DUCKDB_LIB) $(V2CHECK) $(DUCKDB_LIB)/libduckdb.so.2.0.0
 	@deps=$$(go list -deps ./extension) || exit 1; \
 	if grep -e duckdb-go -e go-duckdb <<<"$$deps"; then \
 		echo "make test: ./extension depends on the DuckDB Go driver (above): that links a second DuckDB into the extension"; exit 1; \
@@ -91,12 +108,13 @@ test-go:
 
 TEST_DATA := build/test-data
 
-# Every file on four hosts: the DuckDB CLI, the pinned engine (1.5.6), the same
-# host on DuckDB 1.4.4, and the Go-driver host; a missing host fails (-strict).
+# Every file on five hosts: the DuckDB CLI, the same CLI with the 2.0 edition
+# (cli-v2), the pinned engine (1.5.6), the same host on DuckDB 1.4.4, and the
+# Go-driver host; a missing host fails (-strict).
 test-sql: release $(GOHOST)
 	go run ./test/cmd/datagen -types -out $(TEST_DATA)
 	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 REMOTE_SEGMENTS_MEMORY_LIMIT=512MiB GORACE=halt_on_error=1 go run ./test/cmd/sqltest -serve -strict \
-		-ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -host14 $(CURDIR)/$(HOST14) \
+		-ext $(CURDIR)/$(EXT) -ext-v2 $(CURDIR)/$(EXT_V2) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -host14 $(CURDIR)/$(HOST14) \
 		-gohost $(CURDIR)/$(GOHOST) -data $(CURDIR)/$(TEST_DATA) test/sql
 
 # Benchmarks print ratios against references measured in the same run.

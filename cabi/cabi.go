@@ -138,7 +138,7 @@ func bind(info C.duckdb_bind_info) error {
 	if err := readSource(info, &cfg); err != nil {
 		return err
 	}
-	if err := readNamedParameters(info, &cfg); err != nil {
+	if err := readNamedParameters(info, host, &cfg); err != nil {
 		return err
 	}
 	plan, err := scanner.Bind(statement(), cfg)

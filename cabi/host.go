@@ -40,6 +40,9 @@ type Host struct {
 	// Statements, when set, gives each scan the context of its statement, so
 	// that cancelling the statement stops the scan's requests at once.
 	Statements Statements
+	// settings, when set, reads the host's remote_segments_<name> settings
+	// (the DuckDB 2.0 edition; settings.go).
+	settings settingReader
 	// loadErr, when set, fails every bind: the host could not be set up
 	// (a malformed REMOTE_SEGMENTS_MEMORY_LIMIT), and the extension's entry
 	// point has no better place to say so than the first query.

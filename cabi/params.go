@@ -151,13 +151,19 @@ func boolean(v string) (bool, error) {
 func envName(name string) string { return "REMOTE_SEGMENTS_" + strings.ToUpper(name) }
 
 // readNamedParameters fills cfg from the environment defaults, then from the
-// query's named parameters. An invalid value is an error naming the
-// parameter (and the variable) and what it accepts.
-func readNamedParameters(info C.duckdb_bind_info, cfg *scanner.Config) error {
+// host's settings (settings.go), then from the query's named parameters. An
+// invalid value is an error naming the parameter (and the variable or
+// setting) and what it accepts.
+func readNamedParameters(info C.duckdb_bind_info, host *Host, cfg *scanner.Config) error {
 	for _, p := range namedParameters {
 		if v, ok := os.LookupEnv(envName(p.name)); ok && v != "" {
 			if err := p.set(cfg, v); err != nil {
 				return fmt.Errorf("remote_segments: environment variable %s: %s %v", envName(p.name), p.name, err)
+			}
+		}
+		if v, ok := host.settingValue(info, p.name); ok {
+			if err := p.set(cfg, v); err != nil {
+				return fmt.Errorf("remote_segments: setting %s: %s %v", settingName(p.name), p.name, err)
 			}
 		}
 		var present C.bool

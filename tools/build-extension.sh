@@ -1,29 +1,41 @@
 #!/usr/bin/env bash
-# Build build/<mode>/remote_segments.duckdb_extension (mode: release | debug):
-# the Go c-shared library exporting only remote_segments_init_c_api, then the
-# DuckDB metadata footer. The Makefile and CMakeLists.txt both call this, so
-# there is one build.
+# Build the extension files (mode: release | debug):
+#   build/<mode>/remote_segments.duckdb_extension         C API v1.2.0, loads in DuckDB 1.4-2.0
+#   build/<mode>/v2.0.0/remote_segments.duckdb_extension  the DuckDB 2.0 edition (V2 C API,
+#       ABI C_STRUCT_UNSTABLE v2.0.0: loads in DuckDB 2.0.0 only)
+# Each is the Go c-shared library exporting only its entry point
+# (remote_segments_init_c_api, or remote_segments_init_c_api_v2 built with
+# the duckdb_v2 tag), then the DuckDB metadata footer. The Makefile and
+# CMakeLists.txt both call this, so there is one build.
 set -euo pipefail
 mode=${1:-release}
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
 version=${REMOTE_SEGMENTS_VERSION:-v0.1.0}
 out="build/$mode"
-mkdir -p "$out"
+mkdir -p "$out" "$out/v2.0.0"
 
 tools/fetch-duckdb-headers.sh >/dev/null
+tools/fetch-duckdb-v2-headers.sh >/dev/null
 
-ldflags="-extldflags '-Wl,--version-script=$repo_root/extension/exports.map'"
 gcflags=""
+strip=""
 case "$mode" in
-release) ldflags="-s -w $ldflags" ;;
+release) strip="-s -w" ;;
 debug) gcflags="all=-N -l" ;;
 *) echo "build-extension: mode must be release or debug, not $mode" >&2; exit 2 ;;
 esac
 
-CGO_ENABLED=1 go build -buildmode=c-shared -trimpath -gcflags "$gcflags" -ldflags "$ldflags" \
-	-o "$out/libremote_segments.so" ./extension
-rm -f "$out/libremote_segments.h"
-go run ./extension/footer -in "$out/libremote_segments.so" -out "$out/remote_segments.duckdb_extension" \
-	-version "$version" -api v1.2.0 -platform linux_amd64
-echo "built $out/remote_segments.duckdb_extension"
+# build <dir> <exports map> <go tags> <abi> <api>
+build() {
+	local dir=$1 map=$2 tags=$3 abi=$4 api=$5
+	CGO_ENABLED=1 go build -buildmode=c-shared -trimpath -tags "$tags" -gcflags "$gcflags" \
+		-ldflags "$strip -extldflags '-Wl,--version-script=$repo_root/extension/$map'" \
+		-o "$dir/libremote_segments.so" ./extension
+	rm -f "$dir/libremote_segments.h"
+	go run ./extension/footer -in "$dir/libremote_segments.so" -out "$dir/remote_segments.duckdb_extension" \
+		-abi "$abi" -version "$version" -api "$api" -platform linux_amd64
+	echo "built $dir/remote_segments.duckdb_extension ($abi $api)"
+}
+build "$out" exports.map "" C_STRUCT v1.2.0
+build "$out/v2.0.0" exports_v2.map duckdb_v2 C_STRUCT_UNSTABLE v2.0.0

@@ -24,9 +24,17 @@ const (
 // name length 16, the name, and the payload size 512 (LEB128 80 04).
 var header = append(append([]byte{0x00, 0x93, 0x04, 0x10}, "duckdb_signature"...), 0x80, 0x04)
 
-// Footer returns the metadata block for the given fields.
+// Footer returns the metadata block for the given fields, with ABI type
+// C_STRUCT (the stable C API).
 func Footer(extVersion, apiVersion, platform string) ([]byte, error) {
-	fields := []string{"", "", "", "C_STRUCT", extVersion, apiVersion, platform, "4"}
+	return FooterABI("C_STRUCT", extVersion, apiVersion, platform)
+}
+
+// FooterABI is Footer with the ABI type: C_STRUCT, or C_STRUCT_UNSTABLE for
+// a file tied to one DuckDB release (the V2 C API of DuckDB 2.0.0, whose
+// apiVersion is that release, "v2.0.0").
+func FooterABI(abi, extVersion, apiVersion, platform string) ([]byte, error) {
+	fields := []string{"", "", "", abi, extVersion, apiVersion, platform, "4"}
 	var b bytes.Buffer
 	b.Write(header)
 	for _, f := range fields {
@@ -47,14 +55,19 @@ func main() {
 	version := flag.String("version", "v0.1.0", "extension version")
 	api := flag.String("api", "v1.2.0", "C extension API version the library targets")
 	platform := flag.String("platform", "linux_amd64", "DuckDB platform name")
+	abi := flag.String("abi", "C_STRUCT", "ABI type: C_STRUCT, or C_STRUCT_UNSTABLE for a file tied to one DuckDB release")
 	flag.Parse()
-	if err := run(*in, *out, *version, *api, *platform); err != nil {
+	if err := runABI(*in, *out, *abi, *version, *api, *platform); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
 func run(in, out, version, api, platform string) error {
+	return runABI(in, out, "C_STRUCT", version, api, platform)
+}
+
+func runABI(in, out, abi, version, api, platform string) error {
 	if in == "" || out == "" {
 		return fmt.Errorf("footer: -in and -out are required")
 	}
@@ -62,7 +75,7 @@ func run(in, out, version, api, platform string) error {
 	if err != nil {
 		return fmt.Errorf("footer: %w", err)
 	}
-	meta, err := Footer(version, api, platform)
+	meta, err := FooterABI(abi, version, api, platform)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,17 @@ func TestFooter(t *testing.T) {
 	}
 }
 
+func TestFooterUnstable(t *testing.T) {
+	f, err := FooterABI("C_STRUCT_UNSTABLE", "v0.1.0", "v2.0.0", "linux_amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(i int) string { return string(bytes.TrimRight(f[22+32*i:22+32*(i+1)], "\x00")) }
+	if field(3) != "C_STRUCT_UNSTABLE" || field(5) != "v2.0.0" {
+		t.Fatalf("abi %q, api %q", field(3), field(5))
+	}
+}
+
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "lib.so"), filepath.Join(dir, "x.duckdb_extension")

@@ -26,6 +26,9 @@ type Host struct {
 	Path string   // the executable
 	Args []string // arguments before any the runner adds (it adds none)
 	Env  []string // added to the runner's environment
+	// Vars, when set, override the runner's ${NAME} substitutions for this
+	// host (the 2.0 edition's host gives its own ${EXT}).
+	Vars map[string]string
 }
 
 // CLIHost returns the DuckDB CLI at path (e.g. .tools/bin/duckdb) as the host
@@ -38,6 +41,15 @@ func CLIHost(path string) Host {
 		Args: []string{"-unsigned", "-batch", "-init", "/dev/null", "-list", "-noheader"},
 		Env:  []string{"DUCKDB_AGENT_MODE=0", "NO_COLOR=1"},
 	}
+}
+
+// CLIv2Host returns the DuckDB 2.0 CLI at path as the host "cli-v2", which
+// loads ext, the 2.0 edition of the extension (the V2 C API), as ${EXT}.
+func CLIv2Host(path, ext string) Host {
+	h := CLIHost(path)
+	h.Name = "cli-v2"
+	h.Vars = map[string]string{"EXT": ext}
+	return h
 }
 
 // EngineHost returns build/host/duckdb_host at path (the pinned DuckDB engine)

@@ -144,7 +144,7 @@ func (r *Runner) Run(files []string, hosts []Host, vars map[string]string) (Repo
 				r.fail(&hr, Failure{Host: h.Name, File: path, Line: line, Msg: parseErrs[i].Error()})
 				continue
 			}
-			r.runFile(h, parsed[i], vars, &hr)
+			r.runFile(h, parsed[i], h.vars(vars), &hr)
 		}
 		rep.Hosts = append(rep.Hosts, hr)
 	}
@@ -154,6 +154,21 @@ func (r *Runner) Run(files []string, hosts []Host, vars map[string]string) (Repo
 	}
 	r.printf("%s", rep.Summary())
 	return rep, nil
+}
+
+// vars returns the substitutions for h: vars with h.Vars laid over them.
+func (h Host) vars(vars map[string]string) map[string]string {
+	if len(h.Vars) == 0 {
+		return vars
+	}
+	out := make(map[string]string, len(vars)+len(h.Vars))
+	for k, v := range vars {
+		out[k] = v
+	}
+	for k, v := range h.Vars {
+		out[k] = v
+	}
+	return out
 }
 
 func (r *Runner) printf(format string, args ...any) {

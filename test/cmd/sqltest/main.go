@@ -55,6 +55,7 @@ func main() {
 	host := flag.String("host", envOr("SQLTEST_HOST", "build/host/duckdb_host"), "pinned engine host (empty: do not use)")
 	host14 := flag.String("host14", envOr("SQLTEST_HOST14", "build/host/duckdb_host_1.4.4"), "engine host linked against DuckDB 1.4.4 (empty: do not use)")
 	goHost := flag.String("gohost", envOr("SQLTEST_GOHOST", "build/host/gohost"), "Go-driver host, database/sql and remotesql (empty: do not use)")
+	extV2 := flag.String("ext-v2", envOr("SQLTEST_EXT_V2", ""), "the DuckDB 2.0 edition of the extension: runs every file on the -duckdb CLI once more with it as ${EXT} (host cli-v2; empty: do not)")
 	strict := flag.Bool("strict", false, "fail when any host is unavailable, instead of running without it")
 	ext := flag.String("ext", envOr("SQLTEST_EXT", "build/release/remote_segments.duckdb_extension"), "the extension, for ${EXT}")
 	data := flag.String("data", envOr("SQLTEST_DATA", "test/data"), "data directory, for ${DATA}")
@@ -85,6 +86,9 @@ func main() {
 	var hosts []sqllogictest.Host
 	if *cli != "" {
 		hosts = append(hosts, sqllogictest.CLIHost(abs(*cli)))
+	}
+	if *cli != "" && *extV2 != "" {
+		hosts = append(hosts, sqllogictest.CLIv2Host(abs(*cli), abs(*extV2)))
 	}
 	if *host != "" {
 		hosts = append(hosts, sqllogictest.EngineHost(abs(*host)))
