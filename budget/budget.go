@@ -65,6 +65,13 @@ type options struct {
 	multiplier       float64
 	alpha            float64
 	minMult, maxMult float64
+	onGrant          func(l *Budget, n int64, oversize bool)
+}
+
+// withGrantHook lets a test see every grant at this level right after it
+// is made, with the level's lock held.
+func withGrantHook(f func(l *Budget, n int64, oversize bool)) Option {
+	return func(o *options) { o.onGrant = f }
 }
 
 // WithParent makes the budget draw every byte from parent as well: a request
@@ -121,10 +128,11 @@ func WithMultiplierBounds(lo, hi float64) Option {
 // after the fact, a learned decoded/wire ratio and telemetry. All methods are
 // safe for concurrent use. Create it with New; the zero Budget is not usable.
 type Budget struct {
-	parent           *Budget // immutable
-	idlePass         bool    // immutable; see WithIdlePass
-	alpha            float64 // immutable
-	minMult, maxMult float64 // immutable
+	parent           *Budget                                 // immutable
+	idlePass         bool                                    // immutable; see WithIdlePass
+	alpha            float64                                 // immutable
+	minMult, maxMult float64                                 // immutable
+	onGrant          func(l *Budget, n int64, oversize bool) // immutable; tests only (withGrantHook)
 
 	mu sync.Mutex
 
@@ -186,6 +194,7 @@ func New(capacity int64, opts ...Option) *Budget {
 		alpha:    o.alpha,
 		minMult:  o.minMult,
 		maxMult:  o.maxMult,
+		onGrant:  o.onGrant,
 		capacity: capacity,
 		mult:     min(max(o.multiplier, o.minMult), o.maxMult),
 		pool:     pool{limit: capacity},
@@ -402,10 +411,6 @@ func (b *Budget) grantBelowLocked(stop *Budget, n int64) {
 	}
 }
 
-// testHookGrant, if set by a test, sees every grant right after it is made,
-// with the level's lock held.
-var testHookGrant func(l *Budget, n int64, oversize bool)
-
 func (b *Budget) grantLocked(origin *Budget, n int64, oversize bool) {
 	b.addLocked(origin, n)
 	b.reserved += n
@@ -415,8 +420,8 @@ func (b *Budget) grantLocked(origin *Budget, n int64, oversize bool) {
 	if oversize {
 		b.oversizeAdmits++
 	}
-	if testHookGrant != nil {
-		testHookGrant(b, n, oversize)
+	if b.onGrant != nil {
+		b.onGrant(b, n, oversize)
 	}
 }
 

@@ -802,22 +802,21 @@ func TestHammer(t *testing.T) {
 		ops     = 300
 	)
 	var violations atomic.Int64
-	testHookGrant = func(l *Budget, n int64, oversize bool) {
+	hook := withGrantHook(func(l *Budget, n int64, oversize bool) {
 		switch {
 		case oversize && (n <= l.capacity || l.inUse != n):
 			violations.Add(1)
 		case !oversize && l.inUse > l.capacity:
 			violations.Add(1)
 		}
-	}
-	defer func() { testHookGrant = nil }()
+	})
 
-	root := New(400)
+	root := New(400, hook)
 	levels := []*Budget{
 		root,
-		New(200, WithParent(root)),
-		New(150, WithParent(root), WithAlpha(0.5)),
-		New(600, WithParent(root), WithMultiplier(1)),
+		New(200, WithParent(root), hook),
+		New(150, WithParent(root), WithAlpha(0.5), hook),
+		New(600, WithParent(root), WithMultiplier(1), hook),
 	}
 
 	stop := make(chan struct{})

@@ -81,11 +81,16 @@ static bool register_scan(duckdb_connection con, const char *name, duckdb_table_
 }
 
 bool rs_register(duckdb_connection con, uintptr_t host, char **error) {
+	// Each function owns a handle of its own to the one Go Host: DuckDB
+	// deletes a function's extra info with the function, which may be at
+	// once (a second registration on the same database).
+	uintptr_t stats_host = rsShareHandle(host);
 	if (!register_scan(con, "remote_segments", rs_bind_cb, true, host)) {
+		rsDeleteHandle(stats_host);
 		*error = "remote_segments: could not register table function remote_segments";
 		return false;
 	}
-	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false, 0)) {
+	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false, stats_host)) {
 		*error = "remote_segments: could not register table function remote_segments_stats";
 		return false;
 	}

@@ -224,7 +224,7 @@ func Open(rawURL string, opts Options) (Store, string, error) {
 	case "s3":
 		return openS3(rest, opts)
 	default:
-		return nil, "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+		return nil, "", fmt.Errorf("store: open %s: %w: scheme %q", RedactURL(rawURL), ErrUnsupported, scheme)
 	}
 }
 
@@ -238,16 +238,16 @@ func Name(rawURL string) (string, error) {
 	case "http", "https":
 		u, err := url.Parse(rawURL)
 		if err != nil || u.Host == "" {
-			return "", fmt.Errorf("store: open %s: bad URL", redactURL(rawURL))
+			return "", fmt.Errorf("store: open %s: bad URL", RedactURL(rawURL))
 		}
 		return httpName(u), nil
 	case "s3":
 		if _, _, err := splitBucket(rest); err != nil {
-			return "", fmt.Errorf("store: open %s: %w", redactURL(rawURL), err)
+			return "", fmt.Errorf("store: open %s: %w", RedactURL(rawURL), err)
 		}
 		return rest, nil
 	}
-	return "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+	return "", fmt.Errorf("store: open %s: %w: scheme %q", RedactURL(rawURL), ErrUnsupported, scheme)
 }
 
 // Domain returns the key of the store domain of rawURL: URLs with the same key
@@ -264,18 +264,18 @@ func Domain(rawURL string, opts Options) (string, error) {
 	case "http", "https":
 		u, err := url.Parse(rawURL)
 		if err != nil || u.Host == "" {
-			return "", fmt.Errorf("store: open %s: bad URL", redactURL(rawURL))
+			return "", fmt.Errorf("store: open %s: bad URL", RedactURL(rawURL))
 		}
 		return scheme + "://" + u.Host + "#" + secretHash(u.User.String()), nil
 	case "s3":
 		if _, _, err := splitBucket(rest); err != nil {
-			return "", fmt.Errorf("store: open %s: %w", redactURL(rawURL), err)
+			return "", fmt.Errorf("store: open %s: %w", RedactURL(rawURL), err)
 		}
 		style := opts.S3URLStyle
 		return "s3|" + opts.S3Endpoint + "|" + opts.S3Region + "|" + style + "|" +
 			secretHash(opts.S3AccessKeyID+"\x00"+opts.S3SecretAccessKey+"\x00"+opts.S3SessionToken), nil
 	default:
-		return "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+		return "", fmt.Errorf("store: open %s: %w: scheme %q", RedactURL(rawURL), ErrUnsupported, scheme)
 	}
 }
 
@@ -332,23 +332,29 @@ func filePath(raw, scheme, rest string) (string, error) {
 	return abs, nil
 }
 
-// redactURL drops the password and query of a URL, which may carry secrets
-// (basic auth, presigned signatures).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		if i := strings.IndexByte(raw, '?'); i >= 0 {
-			return raw[:i] + "?REDACTED"
-		}
+// RedactURL is raw as messages, stats and traces show it: its query, which
+// may carry a presigned signature, becomes "REDACTED", and a password in it
+// is dropped; the rest is kept as written. Every error, stats row and trace
+// of this module that names a URL names it through RedactURL.
+func RedactURL(raw string) string {
+	if i := strings.IndexByte(raw, '?'); i >= 0 {
+		raw = raw[:i] + "?REDACTED"
+	}
+	scheme := strings.Index(raw, "://")
+	if scheme < 0 {
 		return raw
 	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
+	rest := raw[scheme+3:]
+	host := rest
+	if j := strings.IndexAny(rest, "/?"); j >= 0 {
+		host = rest[:j]
 	}
-	if u.RawQuery != "" {
-		u.RawQuery = "REDACTED"
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		if colon := strings.IndexByte(host[:at], ':'); colon >= 0 {
+			raw = raw[:scheme+3] + host[:colon] + rest[at:]
+		}
 	}
-	return u.String()
+	return raw
 }
 
 // isLocalHost reports whether host (without port) is an IP literal or

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/iosched/store/storetest"
 	"github.com/remote-segments/remote_segments/test/s3server"
+	"go.uber.org/goleak"
 )
 
 // leakCheck registers the goroutine-leak check first so that it runs after
