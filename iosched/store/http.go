@@ -26,9 +26,9 @@ type httpStore struct {
 var _ Store = (*httpStore)(nil)
 
 func openHTTP(raw string, opts Options) (Store, string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return nil, "", fmt.Errorf("store: open %s: bad URL", RedactURL(raw))
+	u, err := parseHTTP(raw)
+	if err != nil {
+		return nil, "", err
 	}
 	name := httpName(u)
 	base := u.Scheme + "://" + u.Host
