@@ -110,6 +110,7 @@ bench: release tools
 	go run ./test/bench/io -out build/bench -md build/bench/io.md
 	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/gohost -out build/bench
+	go run ./test/bench/concurrent -out build/bench
 	$(MAKE) --no-print-directory bench-peers
 
 clean:
