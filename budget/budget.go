@@ -160,7 +160,6 @@ type Budget struct {
 	mult               float64
 	waits, cancels     int64
 	totalWait, maxWait time.Duration
-	spare              []Lease // see newLeaseLocked
 
 	// Guarded by mu; only a parent uses them. byOrigin is the bytes each
 	// budget below holds at this level (keyed by the budget the requests
@@ -314,24 +313,6 @@ func (b *Budget) Reserve(ctx context.Context, wire int64) (*Lease, error) {
 		b.mu.Unlock()
 		return l, nil
 	}
-}
-
-// TryReserve charges wire × multiplier bytes without blocking, under the same
-// rules as Reserve. It fails when anyone is waiting at b or a parent (FIFO:
-// it may not jump the queue) or when the bytes are not free. On failure it
-// returns nil, false and leaves the budget unchanged. It panics like Reserve.
-func (b *Budget) TryReserve(wire int64) (*Lease, bool) {
-	checkWire(wire)
-	b.lock()
-	n := reservation(wire, b.mult)
-	if b.blockedLevelLocked(n) != nil {
-		b.unlock()
-		return nil, false
-	}
-	b.grantBelowLocked(nil, n)
-	l := b.newLeaseLocked(wire, n)
-	b.unlock()
-	return l, true
 }
 
 // SetCap changes the capacity of b. Growing it admits waiters that now fit;
@@ -520,21 +501,10 @@ func (b *Budget) observeLocked(ratio float64) {
 	b.mult = min(max(m, b.minMult), b.maxMult)
 }
 
-// leaseBatch is how many leases newLeaseLocked allocates at once.
-const leaseBatch = 64
-
-// newLeaseLocked returns a new lease of n bytes for wire bytes. Reserve is on
-// the per-chunk hot path and one allocation per lease was a third of its cost,
-// so leases are carved out of batches. A lease is never reused (a closed one
-// stays dead); a live lease keeps its batch, about 3 KiB, reachable.
+// newLeaseLocked returns a new lease of n bytes for wire bytes. A lease is
+// never reused: a closed one stays dead.
 func (b *Budget) newLeaseLocked(wire, n int64) *Lease {
-	if len(b.spare) == 0 {
-		b.spare = make([]Lease, leaseBatch)
-	}
-	l := &b.spare[0]
-	b.spare = b.spare[1:]
-	*l = Lease{b: b, wire: wire, size: n, held: n}
-	return l
+	return &Lease{b: b, wire: wire, size: n, held: n}
 }
 
 // Lease is the bytes one chunk holds in a Budget, from Reserve until Close.

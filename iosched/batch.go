@@ -70,9 +70,8 @@ type member struct {
 	length int64
 }
 
-// Submit queues reqs and returns at once. Cancelling ctx (or calling
-// Cancel) removes the batch's queued GETs and aborts its running ones; the
-// batch then fails with ctx's cause. Submit panics if a request has no Store.
+// Submit queues reqs and returns at once. Cancelling ctx removes the
+// batch's queued GETs and aborts its running ones; the batch then fails with ctx's cause. Submit panics if a request has no Store.
 func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 	b := &Batch{
 		s: s, reqs: reqs, results: make(chan Result, len(reqs)), done: make(chan struct{}),
@@ -269,10 +268,6 @@ func (b *Batch) Wait() ([][]byte, error) {
 	}
 	return b.data, nil
 }
-
-// Cancel cancels the batch's pending requests; Wait then returns
-// context.Canceled unless the batch had finished or failed before.
-func (b *Batch) Cancel() { b.cancel(context.Canceled) }
 
 // Stats returns the batch's counters.
 func (b *Batch) Stats() BatchStats {

@@ -26,7 +26,7 @@ func openObject(rawURL string, cfg *Config) (*iosched.Hold, error) {
 			return nil, fmt.Errorf("remote_segments: %w", err)
 		}
 	}
-	h, err := cfg.Process.domains.OpenTuned(rawURL, cfg.Store, cfg.schedulerOptions())
+	h, err := cfg.Process.domains.Open(rawURL, cfg.Store, cfg.schedulerOptions())
 	if err != nil {
 		return nil, fmt.Errorf("remote_segments: %w", err)
 	}
