@@ -41,6 +41,9 @@ type bindState struct {
 	// start is called once, at global init, with the fields (record column
 	// indexes) the query needs.
 	start func(fields []int) (*rowSource, error)
+	// plan is the scan's plan (nil for remote_segments_stats()): the 2.0
+	// edition's filter pushdown prunes its chunks before start.
+	plan *scanner.Plan
 }
 
 // rowSource is what the threads of one query fill from.
@@ -48,6 +51,9 @@ type rowSource struct {
 	next    func() (*scanner.Batch, error) // nil batch at the end; safe for concurrent use
 	close   func()                         // idempotent; ends the source early if still running
 	threads int                            // how many threads can usefully fill at once
+	// delivery follows the batches handed out (progress.go); nil for
+	// remote_segments_stats().
+	delivery *delivery
 }
 
 // scanState is the global init data of one query.
@@ -183,9 +189,11 @@ func bind(info C.duckdb_bind_info) error {
 			scan.Close()
 			host.budgetsChanged()
 		}
-		return &rowSource{next: scan.Next, close: sync.OnceFunc(closeScan), threads: scan.MaxThreads()}, nil
+		d := newDelivery(plan.Chunks)
+		host.progress.add(scan.ID(), d.bytes)
+		return &rowSource{next: d.track(scan.Next), close: sync.OnceFunc(closeScan), threads: scan.MaxThreads(), delivery: d}, nil
 	}
-	setBindData(info, cols, start)
+	setBindData(info, cols, start).plan = plan
 	return nil
 }
 
@@ -288,14 +296,17 @@ func typeName(t C.duckdb_type) string {
 	return fmt.Sprintf("type %d", int(t))
 }
 
-// setBindData declares the output columns and stores the bind state.
-func setBindData(info C.duckdb_bind_info, cols []column, start func(fields []int) (*rowSource, error)) {
+// setBindData declares the output columns and stores the bind state, which
+// it returns.
+func setBindData(info C.duckdb_bind_info, cols []column, start func(fields []int) (*rowSource, error)) *bindState {
 	for _, c := range cols {
 		lt := logicalType(c.typ)
 		withCString(c.name, func(cs *C.char) { C.rs_bind_add_column_type(info, cs, lt) })
 		C.rs_type_destroy(lt)
 	}
-	C.rs_bind_set_data(info, C.uintptr_t(cgo.NewHandle(&bindState{columns: cols, start: start})))
+	b := &bindState{columns: cols, start: start}
+	C.rs_bind_set_data(info, C.uintptr_t(cgo.NewHandle(b)))
+	return b
 }
 
 //export rsInit

@@ -44,6 +44,9 @@ type Host struct {
 	// settings, when set, reads the host's remote_segments_<name> settings
 	// (the DuckDB 2.0 edition; settings.go).
 	settings settingReader
+	// progress records the scans' delivered fractions for
+	// remote_segments_stats() (progress.go).
+	progress *progressBook
 	// loadErr, when set, fails every bind: the host could not be set up
 	// (a malformed REMOTE_SEGMENTS_MEMORY_LIMIT), and the extension's entry
 	// point has no better place to say so than the first query.
@@ -94,6 +97,7 @@ func Register(con unsafe.Pointer, h Host) error {
 	if h.Process == nil {
 		h.Process = scanner.NewProcess(0)
 	}
+	h.progress = &progressBook{}
 	var msg *C.char
 	if !bool(C.rs_register(C.duckdb_connection(con), C.uintptr_t(cgo.NewHandle(&h)), &msg)) {
 		return errors.New(C.GoString(msg))
@@ -107,7 +111,7 @@ func rsLoadableHost() C.uintptr_t {
 	// calls the entry point once per database that loads the extension, but
 	// the shared library (and its Go runtime) once per process: every
 	// database shares the one Process.
-	h := &Host{TuneMemoryLimit: true}
+	h := &Host{TuneMemoryLimit: true, progress: &progressBook{}}
 	h.Process, h.loadErr = loadableProcess()
 	return C.uintptr_t(cgo.NewHandle(h))
 }

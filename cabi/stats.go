@@ -70,12 +70,34 @@ var statsColumns = []statsColumn{
 	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Fresh }},
 	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Reused }},
 	{"budget_overcommits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Overcommits }},
+	// The 2.0 edition's segment pruning: chunks dropped before any request.
+	{"chunks_pruned", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pruned }},
+}
+
+// hostStatsColumns follow statsColumns: what the Host, not the scanner,
+// knows of a scan (NULL for a scan of another Host).
+var hostStatsColumns = []struct {
+	name  string
+	typ   arrow.DataType
+	value func(h *Host, s *scanner.ScanInfo) any
+}{
+	// The fraction of the scan's bytes delivered to DuckDB (progress.go):
+	// what the 2.0 edition reports to DuckDB's progress bar.
+	{"progress", arrow.PrimitiveTypes.Float64, func(h *Host, s *scanner.ScanInfo) any {
+		if f, ok := h.progress.progress(s.ID); ok {
+			return f
+		}
+		return nil
+	}},
 }
 
 func statsSchema() *arrow.Schema {
-	fields := make([]arrow.Field, len(statsColumns))
+	fields := make([]arrow.Field, len(statsColumns), len(statsColumns)+len(hostStatsColumns))
 	for i, c := range statsColumns {
 		fields[i] = arrow.Field{Name: c.name, Type: c.typ, Nullable: true}
+	}
+	for _, c := range hostStatsColumns {
+		fields = append(fields, arrow.Field{Name: c.name, Type: c.typ, Nullable: true})
 	}
 	return arrow.NewSchema(fields, nil)
 }
@@ -95,7 +117,7 @@ func rsStatsBind(info C.duckdb_bind_info) {
 		return
 	}
 	setBindData(info, cols, func([]int) (*rowSource, error) {
-		batch := &scanner.Batch{Record: statsRecord(schema, host.Process.Scans())}
+		batch := &scanner.Batch{Record: statsRecord(schema, host.Process.Scans(), host)}
 		done := false
 		return &rowSource{
 			next: func() (*scanner.Batch, error) {
@@ -111,12 +133,19 @@ func rsStatsBind(info C.duckdb_bind_info) {
 	})
 }
 
-func statsRecord(schema *arrow.Schema, scans []scanner.ScanInfo) arrow.RecordBatch {
+func statsRecord(schema *arrow.Schema, scans []scanner.ScanInfo, host *Host) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	for i := range scans {
-		for c, col := range statsColumns {
-			switch v := col.value(&scans[i]).(type) {
+		values := make([]any, 0, len(statsColumns)+len(hostStatsColumns))
+		for _, col := range statsColumns {
+			values = append(values, col.value(&scans[i]))
+		}
+		for _, col := range hostStatsColumns {
+			values = append(values, col.value(host, &scans[i]))
+		}
+		for c, value := range values {
+			switch v := value.(type) {
 			case nil:
 				b.Field(c).AppendNull()
 			case int64:

@@ -12,6 +12,8 @@ import "C"
 import (
 	"runtime/cgo"
 	"unsafe"
+
+	"github.com/remote-segments/remote_segments/scanner"
 )
 
 // The DuckDB 2.0 edition's Go side: what the V2 adapter (v2_entry.c,
@@ -48,12 +50,11 @@ func readV2Setting(info C.duckdb_bind_info, setting string) (string, bool) {
 // parameter; a failure leaves the extension's error slot set.
 //
 //export rsV2AddSettings
-func rsV2AddSettings(ext, ctx, err C.uintptr_t) {
+func rsV2AddSettings(ext C.duckdb_v2_extension_handle, ctx C.duckdb_v2_context_handle, err *C.duckdb_v2_error_info_handle) {
 	defer func() { _ = recover() }() // at load time: a missing setting beats a crash
 	for _, p := range namedParameters {
 		name, param, desc := C.CString(settingName(p.name)), C.CString(p.name), C.CString(parameterDoc(p.name))
-		ok := C.rs_v2_add_setting(C.duckdb_v2_extension_handle(unsafe.Pointer(uintptr(ext))), C.duckdb_v2_context_handle(unsafe.Pointer(uintptr(ctx))),
-			name, param, desc, p.duckType, (*C.duckdb_v2_error_info_handle)(unsafe.Pointer(uintptr(err))))
+		ok := C.rs_v2_add_setting(ext, ctx, name, param, desc, p.duckType, err)
 		C.free(unsafe.Pointer(name))
 		C.free(unsafe.Pointer(param))
 		C.free(unsafe.Pointer(desc))
@@ -73,4 +74,78 @@ func rsV2CheckSetting(param, value *C.char) *C.char {
 		return C.CString(msg)
 	}
 	return nil
+}
+
+// rsV2PushFilter prunes the scan of bind (a bindState handle) to the chunks
+// whose declared column is one of values, when that column is segment_id or
+// chunk_id: it returns whether it did, that is applied the filter fully.
+//
+//export rsV2PushFilter
+func rsV2PushFilter(bind C.uintptr_t, column C.idx_t, values **C.char, n C.idx_t) (ok C.bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false // not applied: DuckDB keeps the filter
+		}
+	}()
+	b := cgo.Handle(bind).Value().(*bindState)
+	if b.plan == nil || int(column) >= len(b.columns) {
+		return false
+	}
+	var key func(c *scanner.Chunk) string
+	switch b.columns[column].field {
+	case fieldSegmentID:
+		key = func(c *scanner.Chunk) string { return c.SegmentID }
+	case fieldChunkID:
+		key = func(c *scanner.Chunk) string { return c.ChunkID }
+	default:
+		return false
+	}
+	keep := map[string]bool{}
+	for _, v := range unsafe.Slice(values, int(n)) {
+		keep[C.GoString(v)] = true
+	}
+	b.plan.Select(func(c *scanner.Chunk) bool { return keep[key(c)] })
+	return true
+}
+
+// rsV2IsSegmentColumn reports whether declared column is segment_id.
+//
+//export rsV2IsSegmentColumn
+func rsV2IsSegmentColumn(bind C.uintptr_t, column C.idx_t) C.bool {
+	defer func() { _ = recover() }()
+	b := cgo.Handle(bind).Value().(*bindState)
+	return C.bool(int(column) < len(b.columns) && b.columns[column].field == fieldSegmentID)
+}
+
+// rsV2Progress is the fraction of the scan's bytes delivered (global: a
+// scanState handle).
+//
+//export rsV2Progress
+func rsV2Progress(global C.uintptr_t) (f C.double) {
+	defer func() { _ = recover() }()
+	s := cgo.Handle(global).Value().(*scanState)
+	if s.rows.delivery == nil {
+		return 0
+	}
+	return C.double(s.rows.delivery.bytes.fraction())
+}
+
+// rsV2Partition returns the segment (malloc'd) and, in index, the batch
+// index of the rows the thread of local (a threadState handle) produced
+// last; NULL when it has produced none.
+//
+//export rsV2Partition
+func rsV2Partition(global, local C.uintptr_t, index *C.idx_t) *C.char {
+	defer func() { _ = recover() }()
+	s := cgo.Handle(global).Value().(*scanState)
+	t := cgo.Handle(local).Value().(*threadState)
+	if s.rows.delivery == nil {
+		return nil
+	}
+	i, seg := s.rows.delivery.partition(t)
+	*index = C.idx_t(i)
+	if i == 0 {
+		return nil
+	}
+	return C.CString(seg)
 }

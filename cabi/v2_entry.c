@@ -681,7 +681,9 @@ DUCKDB_CAPI_ENTRY_VISIBILITY void remote_segments_init_c_api_v2(struct duckdb_v2
 		return;
 	}
 	uintptr_t host = rsV2LoadableHost();
+	uintptr_t stats_host = rsShareHandle(host);
 	if (!register_scan(in->extension, in->context, "remote_segments", scan_bind, true, host, in->err)) {
+		rsDeleteHandle(stats_host);
 		if (in->err && *in->err) {
 			DUCKDB_V2_ERROR code = 0;
 			rs_v2.duckdb_v2_error_info_get_code(*in->err, &code);
@@ -691,7 +693,7 @@ DUCKDB_CAPI_ENTRY_VISIBILITY void remote_segments_init_c_api_v2(struct duckdb_v2
 		}
 		return;
 	}
-	if (!register_scan(in->extension, in->context, "remote_segments_stats", stats_bind, false, 0, in->err)) {
+	if (!register_scan(in->extension, in->context, "remote_segments_stats", stats_bind, false, stats_host, in->err)) {
 		return;
 	}
 	rs_v2_register_settings(in->extension, in->context, in->err);

@@ -115,13 +115,175 @@ bool rs_v2_add_setting(duckdb_v2_extension_handle ext, duckdb_v2_context_handle 
 }
 
 void rs_v2_register_settings(duckdb_v2_extension_handle ext, duckdb_v2_context_handle ctx, duckdb_v2_error_info_handle *err) {
-	rsV2AddSettings((uintptr_t)ext, (uintptr_t)ctx, (uintptr_t)err);
+	rsV2AddSettings(ext, ctx, err);
 }
 
-// ---- scan extras -------------------------------------------------------------------
+// ---- filter pushdown: segment pruning ------------------------------------------------
+
+// column_of returns the declared column a bare column reference names.
+static bool column_of(duckdb_v2_table_function_filter_pushdown_info_handle info, duckdb_v2_expression_handle e,
+                      idx_t *column) {
+	DUCKDB_V2_EXPRESSION_TYPE t = 0;
+	idx_t ref = 0, count = 0;
+	if (rs_v2.duckdb_v2_expression_get_type(e, &t, NULL) != DUCKDB_V2_ERROR_NONE ||
+	    (t != DUCKDB_V2_EXPRESSION_TYPE_BOUND_COLUMN_REF && t != DUCKDB_V2_EXPRESSION_TYPE_BOUND_REF) ||
+	    rs_v2.duckdb_v2_expression_column_ref_get_index(e, &ref, NULL) != DUCKDB_V2_ERROR_NONE ||
+	    rs_v2.duckdb_v2_table_function_filter_pushdown_get_column_count(info, &count, NULL) != DUCKDB_V2_ERROR_NONE ||
+	    ref >= count) {
+		return false;
+	}
+	// The reference indexes the scan's column list at optimization time.
+	return rs_v2.duckdb_v2_table_function_filter_pushdown_get_column_index(info, ref, column, NULL) == DUCKDB_V2_ERROR_NONE;
+}
+
+// constant_text returns a non-NULL VARCHAR constant's text (malloc'd), or NULL.
+static char *constant_text(duckdb_v2_expression_handle e) {
+	DUCKDB_V2_EXPRESSION_TYPE t = 0;
+	duckdb_v2_value_handle v = NULL;
+	if (rs_v2.duckdb_v2_expression_get_type(e, &t, NULL) != DUCKDB_V2_ERROR_NONE || t != DUCKDB_V2_EXPRESSION_TYPE_VALUE_CONSTANT ||
+	    rs_v2.duckdb_v2_expression_constant_get_value(e, &v, NULL) != DUCKDB_V2_ERROR_NONE || !v) {
+		return NULL;
+	}
+	char *out = NULL;
+	duckdb_v2_logical_type_handle type = NULL;
+	char tname[16] = {0};
+	idx_t n = 0;
+	if (rs_v2.duckdb_v2_value_get_logical_type(v, &type, NULL) == DUCKDB_V2_ERROR_NONE && type &&
+	    rs_v2.duckdb_v2_logical_type_to_text(type, tname, sizeof(tname) - 1, &n, NULL) == DUCKDB_V2_ERROR_NONE &&
+	    n == 7 && memcmp(tname, "VARCHAR", 7) == 0) {
+		out = text_of(v);
+	}
+	if (type) {
+		rs_v2.duckdb_v2_logical_type_destroy(&type);
+	}
+	rs_v2.duckdb_v2_value_destroy(&v);
+	return out;
+}
+
+// prune_filter hands the scan a filter `column = 'v'`, `'v' = column` or
+// `column IN ('v', ...)`; it returns whether the scan applied it fully.
+static bool prune_filter(duckdb_v2_table_function_filter_pushdown_info_handle info, void *bind,
+                         duckdb_v2_expression_handle e) {
+	DUCKDB_V2_EXPRESSION_TYPE t = 0;
+	idx_t nchild = 0;
+	if (rs_v2.duckdb_v2_expression_get_type(e, &t, NULL) != DUCKDB_V2_ERROR_NONE ||
+	    (t != DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL && t != DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN) ||
+	    rs_v2.duckdb_v2_expression_get_child_count(e, &nchild, NULL) != DUCKDB_V2_ERROR_NONE || nchild < 2) {
+		return false;
+	}
+	duckdb_v2_expression_handle first = NULL, second = NULL;
+	rs_v2.duckdb_v2_expression_get_child(e, 0, &first, NULL);
+	rs_v2.duckdb_v2_expression_get_child(e, 1, &second, NULL);
+	idx_t column = 0;
+	idx_t from = 1; // children holding the constants: [from, nchild)
+	if (!first || !column_of(info, first, &column)) {
+		// `'v' = column`: only for an equality.
+		if (t != DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL || !second || !column_of(info, second, &column)) {
+			return false;
+		}
+		from = 0;
+		nchild = 1;
+	}
+	idx_t n = nchild - from;
+	char **values = calloc(n, sizeof(char *));
+	bool ok = true;
+	for (idx_t i = 0; i < n && ok; i++) {
+		duckdb_v2_expression_handle c = NULL;
+		ok = rs_v2.duckdb_v2_expression_get_child(e, from + i, &c, NULL) == DUCKDB_V2_ERROR_NONE && c &&
+		     (values[i] = constant_text(c)) != NULL;
+	}
+	ok = ok && rsV2PushFilter((uintptr_t)bind, column, values, n);
+	for (idx_t i = 0; i < n; i++) {
+		free(values[i]);
+	}
+	free(values);
+	return ok;
+}
+
+static void filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle info, duckdb_v2_context_handle ctx,
+                            duckdb_v2_error_info_handle *err) {
+	(void)ctx;
+	(void)err;
+	void *bind = NULL;
+	idx_t n = 0;
+	if (rs_v2.duckdb_v2_table_function_filter_pushdown_get_bind_data(info, &bind, NULL) != DUCKDB_V2_ERROR_NONE || !bind ||
+	    rs_v2.duckdb_v2_table_function_filter_pushdown_get_filter_count(info, &n, NULL) != DUCKDB_V2_ERROR_NONE) {
+		return;
+	}
+	for (idx_t i = 0; i < n; i++) {
+		duckdb_v2_expression_handle e = NULL;
+		if (rs_v2.duckdb_v2_table_function_filter_pushdown_get_filter(info, i, &e, NULL) == DUCKDB_V2_ERROR_NONE && e &&
+		    prune_filter(info, bind, e)) {
+			rs_v2.duckdb_v2_table_function_filter_pushdown_accept(info, i, NULL);
+		}
+	}
+}
+
+// ---- progress ------------------------------------------------------------------------
+
+static void progress(duckdb_v2_table_function_progress_info_handle info, duckdb_v2_context_handle ctx,
+                     duckdb_v2_error_info_handle *err) {
+	(void)ctx;
+	void *global = NULL;
+	if (rs_v2.duckdb_v2_table_function_progress_get_global_state(info, &global, NULL) != DUCKDB_V2_ERROR_NONE || !global) {
+		return;
+	}
+	rs_v2.duckdb_v2_table_function_progress_set_progress(info, rsV2Progress((uintptr_t)global), err);
+}
+
+// ---- partitions ------------------------------------------------------------------------
+
+static void partitioning(duckdb_v2_table_function_partitioning_info_handle info, duckdb_v2_context_handle ctx,
+                         duckdb_v2_error_info_handle *err) {
+	(void)ctx;
+	void *bind = NULL;
+	idx_t n = 0, column = 0;
+	if (rs_v2.duckdb_v2_table_function_partitioning_get_bind_data(info, &bind, NULL) != DUCKDB_V2_ERROR_NONE || !bind ||
+	    rs_v2.duckdb_v2_table_function_partitioning_get_partition_column_count(info, &n, NULL) != DUCKDB_V2_ERROR_NONE || n != 1 ||
+	    rs_v2.duckdb_v2_table_function_partitioning_get_partition_column_index(info, 0, &column, NULL) != DUCKDB_V2_ERROR_NONE) {
+		return;
+	}
+	if (rsV2IsSegmentColumn((uintptr_t)bind, column)) {
+		rs_v2.duckdb_v2_table_function_partitioning_set_partition_info(info, DUCKDB_V2_TABLE_PARTITION_INFO_SINGLE_VALUE_PARTITIONS, err);
+	}
+}
+
+static void partition_data(duckdb_v2_table_function_partition_data_info_handle info, duckdb_v2_context_handle ctx,
+                           duckdb_v2_error_info_handle *err) {
+	void *global = NULL, *local = NULL;
+	bool want_index = false, want_columns = false;
+	rs_v2.duckdb_v2_table_function_partition_data_get_global_state(info, &global, NULL);
+	rs_v2.duckdb_v2_table_function_partition_data_get_local_state(info, &local, NULL);
+	rs_v2.duckdb_v2_table_function_partition_data_requires_batch_index(info, &want_index, NULL);
+	rs_v2.duckdb_v2_table_function_partition_data_requires_partition_columns(info, &want_columns, NULL);
+	idx_t index = 0;
+	char *segment = global && local ? rsV2Partition((uintptr_t)global, (uintptr_t)local, &index) : NULL;
+	// The engine wants a batch index on every chunk, whatever
+	// requires_batch_index says.
+	(void)want_index;
+	rs_v2.duckdb_v2_table_function_partition_data_set_batch_index(info, index, err);
+	idx_t n = 0;
+	if (want_columns && segment &&
+	    rs_v2.duckdb_v2_table_function_partition_data_get_partition_column_count(info, &n, NULL) == DUCKDB_V2_ERROR_NONE) {
+		duckdb_v2_factory_handle factory = NULL;
+		duckdb_v2_value_handle v = NULL;
+		duckdb_v2_str s = v2str(segment);
+		if (rs_v2.duckdb_v2_context_get_factory(ctx, &factory, err) == DUCKDB_V2_ERROR_NONE &&
+		    rs_v2.duckdb_v2_value_create_varchar(factory, &s, &v, err) == DUCKDB_V2_ERROR_NONE) {
+			for (idx_t i = 0; i < n; i++) {
+				rs_v2.duckdb_v2_table_function_partition_data_set_partition_value(info, i, v, err);
+			}
+			rs_v2.duckdb_v2_value_destroy(&v);
+		}
+	}
+	free(segment);
+}
+
+// ---- scan extras -----------------------------------------------------------------------
 
 bool rs_v2_register_scan_extras(duckdb_v2_table_function_handle f, duckdb_v2_error_info_handle *err) {
-	(void)f;
-	(void)err;
-	return true;
+	return rs_v2.duckdb_v2_table_function_set_filter_pushdown_callback(f, filter_pushdown, err) == DUCKDB_V2_ERROR_NONE &&
+	       rs_v2.duckdb_v2_table_function_set_progress_callback(f, progress, err) == DUCKDB_V2_ERROR_NONE &&
+	       rs_v2.duckdb_v2_table_function_set_partitioning_callback(f, partitioning, err) == DUCKDB_V2_ERROR_NONE &&
+	       rs_v2.duckdb_v2_table_function_set_partition_data_callback(f, partition_data, err) == DUCKDB_V2_ERROR_NONE;
 }

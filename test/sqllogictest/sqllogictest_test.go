@@ -230,6 +230,12 @@ func TestCheckQuery(t *testing.T) {
 			rows([]Value{v("1"), v("2")}), "wrong column count"},
 		{"value with a newline", Record{Types: "T", Expected: []string{"a", "b"}},
 			rows([]Value{v("a\nb")}), ""},
+		{"regex matches the whole text", Record{Types: "TT", Expected: []string{"<REGEX>:PARTITIONED.*scan"}},
+			rows([]Value{v("physical_plan"), v("x\nPARTITIONED AGGREGATE\n table scan")}), ""},
+		{"regex does not match", Record{Types: "TT", Expected: []string{"<REGEX>:PARTITIONED"}},
+			rows([]Value{v("physical_plan"), v("HASH_GROUP_BY")}), "result does not match"},
+		{"negated regex", Record{Types: "TT", Expected: []string{"<!REGEX>:PARTITIONED"}},
+			rows([]Value{v("physical_plan"), v("PARTITIONED AGGREGATE")}), "result matches"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			msg := checkQuery(&tc.rec, tc.rows)
