@@ -86,7 +86,8 @@ demo: release duckdb
 		SELECT segment_id, count(*) AS rows, sum(x) AS sum_x, min(x) AS min_x, max(x) AS max_x, count(s) AS strings \
 		FROM remote_segments('$(DEMO_DATA)/chunks/**/*.arrow', memory_budget := '1MiB') GROUP BY ALL ORDER BY 1; \
 		SELECT scan_id, state, chunks, rows, wire_bytes, gets, max_parallel_io, round(io_utilization, 2) AS io_util, \
-		       budget_cap, budget_peak, budget_overcommits AS overcommits, budget_in_use, budget_waits, round(budget_ratio, 2) AS ratio, wall_ms \
+		       budget_cap, budget_peak, budget_overcommits AS overcommits, budget_in_use, budget_waits, round(budget_ratio, 2) AS ratio, wall_ms, \
+		       chunks_pruned, progress \
 		FROM remote_segments_stats();"
 	@echo "-- expected (computed by the data generator): $(DEMO_DATA)/expected.csv"
 	@cut -d, -f1-5 $(DEMO_DATA)/expected.csv | column -t -s,

@@ -45,10 +45,11 @@ import (
 var (
 	duckdb = flag.String("duckdb", ".tools/bin/duckdb", "DuckDB CLI")
 	ext    = flag.String("ext", "build/release/remote_segments.duckdb_extension", "the extension")
+	extV2  = flag.String("ext-v2", "build/release/v2.0.0/remote_segments.duckdb_extension", "the extension's DuckDB 2.0 edition (section v2)")
 	out    = flag.String("out", "build/bench", "where the dataset goes")
 	gib    = flag.Float64("gib", 1.1, "dataset size in GiB")
 	reps   = flag.Int("reps", 3, "repetitions of each timed query (the best counts)")
-	only   = flag.String("sections", "memory,io,speed,sweep,small,concurrent", "sections to run, comma-separated")
+	only   = flag.String("sections", "memory,io,speed,sweep,small,concurrent,v2", "sections to run, comma-separated")
 	svg    = flag.String("svg", "test/bench/scan_budget_sweep.svg", "where the budget sweep's SVG goes (empty: none)")
 	mdPath = flag.String("md", "", "also write the budget sweep as the W4 section of BENCHMARKS.md (markdown) to this file")
 )
@@ -83,6 +84,10 @@ func main() {
 	}
 	if run("concurrent") {
 		concurrent(dir)
+	}
+	if run("v2") {
+		absV2, _ := filepath.Abs(*extV2)
+		v2Edition(absExt, absV2, dir)
 	}
 	if run("concurrent-child") {
 		concurrentChild(dir)
