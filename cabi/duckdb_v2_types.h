@@ -2,8 +2,17 @@
 // table (build/include-v2/duckdb_ext_api_v2.h, from Debian's libduckdb-dev
 // 2.0.0) names but the package does not define: its duckdb_v2.h is missing.
 // Written for this project from the table's signatures and checked against
-// libduckdb 2.0.0 itself by test/v2check (run by make test): struct layouts,
-// enum values, and the callback signatures this extension installs.
+// libduckdb 2.0.0 itself, in make test:
+// - by test/v2check, through the library's own functions: the sizes of str,
+//   bytes and opaque; the identifier layout; SETTING_SCOPE GLOBAL and
+//   SESSION; LOGICAL_TYPE_ID_ANY; PARAMETER_KIND STANDARD and NAMED_ONLY;
+//   error codes and the error slot;
+// - by the SQL suite on the 2.0 CLI (host cli-v2, every file), which fails
+//   when one is wrong: the extension input struct and get_api (the load),
+//   the callback signatures (bind's four arguments were read from the
+//   library's call site; each callback runs), the bytes layout of long
+//   strings (types.test), EXPRESSION_TYPE (pruning in v2_edition.test) and
+//   TABLE_PARTITION_INFO (its EXPLAIN).
 //
 // Only the 2.0 edition (build tag duckdb_v2) includes this header.
 #ifndef RS_DUCKDB_V2_TYPES_H
