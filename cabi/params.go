@@ -153,7 +153,7 @@ func envName(name string) string { return "REMOTE_SEGMENTS_" + strings.ToUpper(n
 // readNamedParameters fills cfg from the environment defaults, then from the
 // query's named parameters (applyParameters). A parameter the query does not
 // give takes the host's setting remote_segments_<name> when it is set (the
-// 2.0 edition; settings.go): the setting sits between the environment and
+// 2.0 edition; parameter_settings.go): the setting sits between the environment and
 // the query, and a SET was already checked by the same parser.
 func readNamedParameters(info C.duckdb_bind_info, host *Host, cfg *scanner.Config) error {
 	return applyParameters(cfg, os.LookupEnv, func(name string) (string, bool) {

@@ -98,10 +98,6 @@ bool rs_v2_add_setting(duckdb_v2_extension_handle ext, duckdb_v2_context_handle 
 	          rs_v2.duckdb_v2_custom_option_set_user_data(opt, &user, err) == DUCKDB_V2_ERROR_NONE &&
 	          rs_v2.duckdb_v2_custom_option_set_update_callback(opt, setting_update, err) == DUCKDB_V2_ERROR_NONE &&
 	          rs_v2.duckdb_v2_extension_register_custom_option(ext, opt, err) == DUCKDB_V2_ERROR_NONE;
-	if (!ok && user.ptr) {
-		// set_user_data did not take it (or failed before): ours to free
-		// only when it never reached the option.
-	}
 	if (opt) {
 		rs_v2.duckdb_v2_custom_option_destroy(&opt);
 	}
