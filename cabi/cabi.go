@@ -126,19 +126,19 @@ func bind(info C.duckdb_bind_info) error {
 	if host.loadErr != nil {
 		return host.loadErr
 	}
-	allowed, err := processAllowList()
+	sandbox, err := bindSandboxes(info)
 	if err != nil {
 		return err
 	}
 	statement := host.statement(info)
-	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process}
-	if allowed != nil {
-		cfg.Admit = allowed.admit
-	}
+	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process, Admit: sandbox.sources()}
 	if err := readSource(info, &cfg); err != nil {
 		return err
 	}
 	if err := readNamedParameters(info, &cfg); err != nil {
+		return err
+	}
+	if err := sandbox.output("trace", cfg.Trace); err != nil {
 		return err
 	}
 	plan, err := scanner.Bind(statement(), cfg)
