@@ -87,7 +87,10 @@ func (r runResult) mibps(d *dataset) float64 {
 type bench struct {
 	srv    *s3server.Server
 	traces int
-	md     markdown // what -md writes
+	// proc is the run's one Process: every scan shares its store domains,
+	// as a host's scans do.
+	proc *scanner.Process
+	md   markdown // what -md writes
 }
 
 // tracePath is where the next scan writes its Chrome trace when
@@ -116,7 +119,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	b := &bench{srv: srv}
+	b := &bench{srv: srv, proc: scanner.NewProcess(0)}
 
 	mid := b.prepare(root, "mid", datagen.Spec{Segments: 128, ChunksPerSegment: 8, RowsPerChunk: 1600, BatchesPerChunk: 1, Seed: 8})
 	tiny := b.prepare(root, "tiny", datagen.Spec{Segments: 2000, ChunksPerSegment: 1, RowsPerChunk: 100, BatchesPerChunk: 1, Seed: 9})
@@ -295,7 +298,7 @@ func (b *bench) scan(d *dataset, pcfg faultproxy.Config, p int, fields []int) ru
 	}
 	ctx := context.Background()
 	cpu0 := cpuTime()
-	cfg := scanner.Config{Rows: rows, Store: b.storeOptions(proxy), MaxParallelIO: p, Trace: b.tracePath()}
+	cfg := scanner.Config{Process: b.proc, Rows: rows, Store: b.storeOptions(proxy), MaxParallelIO: p, Trace: b.tracePath()}
 	if *budget != "" {
 		if cfg.MemoryBudget, err = scanner.ParseBytes(*budget); err != nil {
 			log.Fatal(err)
