@@ -4,6 +4,7 @@
 #   make demo       build, write a sample dataset, query it in the DuckDB CLI
 #   make test       every test: Go (with -race), SQL tests in four DuckDB hosts
 #   make bench      benchmarks (ratios against references measured in the same run)
+#   make fuzz       every Go fuzz target for FUZZTIME (default 5m) each; results in test/RELIABILITY.md
 #   make debug      build build/debug/remote_segments.duckdb_extension
 #   make duckdb     provision the Debian DuckDB CLI into .tools/
 #   make clean      remove build/ (keeps .tools/)
@@ -98,6 +99,14 @@ test-sql: release $(GOHOST)
 	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 REMOTE_SEGMENTS_MEMORY_LIMIT=512MiB GORACE=halt_on_error=1 go run ./test/cmd/sqltest -serve -strict \
 		-ext $(CURDIR)/$(EXT) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -host14 $(CURDIR)/$(HOST14) \
 		-gohost $(CURDIR)/$(GOHOST) -data $(CURDIR)/$(TEST_DATA) test/sql
+
+# Every fuzz target of the module for FUZZTIME each, two at a time; the last
+# result of each goes into the fuzzing section of test/RELIABILITY.md, a
+# failing input into the target's testdata/fuzz/ corpus (run by make test).
+FUZZTIME ?= 5m
+.PHONY: fuzz
+fuzz:
+	go run ./test/cmd/fuzz -fuzztime $(FUZZTIME)
 
 # Benchmarks print ratios against references measured in the same run.
 # The scan and IO benchmarks also write W4 and W2/W3 as markdown under

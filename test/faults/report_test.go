@@ -99,10 +99,20 @@ goleak.
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, o.f.store, o.f.name,
 			cell(o.f.injected), cell(res), o.took.Round(time.Millisecond), o.f.bound, o.retries, o.budget, o.fdDelta, o.tmp, o.next)
 	}
+	// The fuzzing section is `make fuzz`'s (test/cmd/fuzz): keep it.
+	if old, err := os.ReadFile(path); err == nil {
+		if i := strings.Index(string(old), fuzzSectionMark); i >= 0 {
+			b.WriteString("\n" + string(old[i:]))
+		}
+	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// fuzzSectionMark starts the section test/cmd/fuzz writes at the end of the
+// report (the same text as its sectionMark).
+const fuzzSectionMark = "<!-- fuzz: written by `make fuzz` (test/cmd/fuzz) -->"
 
 func cell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
