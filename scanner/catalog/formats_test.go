@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 func TestParseCatalog(t *testing.T) {
@@ -100,7 +102,20 @@ func parquetCatalog(t testing.TB) []byte {
 	b.Field(1).(*array.Int32Builder).AppendValues([]int32{1, 2}, nil)
 	b.Field(2).(*array.Uint64Builder).AppendValues([]uint64{10, 0}, []bool{true, false})
 	b.Field(3).(*array.Int16Builder).AppendValues([]int16{3, 4}, nil)
-	return parquetFile(t, b)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(schema, &buf, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func TestParseCatalogParquet(t *testing.T) {
