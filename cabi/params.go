@@ -103,6 +103,10 @@ var namedParameters = []namedParameter{
 	{"s3_secret_access_key", C.DUCKDB_TYPE_VARCHAR, func(c *scanner.Config, v string) error { c.Store.S3SecretAccessKey = v; return nil }},
 	{"s3_session_token", C.DUCKDB_TYPE_VARCHAR, func(c *scanner.Config, v string) error { c.Store.S3SessionToken = v; return nil }},
 	{"trace", C.DUCKDB_TYPE_VARCHAR, func(c *scanner.Config, v string) error { c.Trace = v; return nil }},
+	{"shard", C.DUCKDB_TYPE_VARCHAR, func(_ *scanner.Config, v string) error {
+		_, err := parseShard(v) // checked here; bind applies it after scanner.Bind (chunks.go)
+		return err
+	}},
 	{
 		// Test-only: makes the scan panic at "bind" or "next", to prove that a
 		// panic becomes a DuckDB error and the host keeps running.
