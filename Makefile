@@ -117,13 +117,17 @@ test-sql: release $(GOHOST)
 		-gohost $(CURDIR)/$(GOHOST) -data $(CURDIR)/$(TEST_DATA) test/sql
 
 # Benchmarks print ratios against references measured in the same run.
+# The scan and IO benchmarks also write W4 and W2/W3 as markdown under
+# build/bench/, which bench-peers gathers into BENCHMARKS.md with W1.
 bench: release tools
+	rm -f build/bench/io.md build/bench/sweep.md
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
 	go run ./test/bench/iosched -out test/bench -objects 1024 -size 64KiB -svg iosched_inflight_64k.svg
-	go run ./test/bench/scan -out build/bench
-	go run ./test/bench/io -out build/bench
+	go run ./test/bench/scan -out build/bench -md build/bench/sweep.md
+	go run ./test/bench/io -out build/bench -md build/bench/io.md
 	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/gohost -out build/bench
+	go run ./test/bench/concurrent -out build/bench
 	$(MAKE) --no-print-directory bench-peers
 
 clean:
@@ -132,8 +136,10 @@ clean:
 # W1 of BENCHMARKS.md: remote_segments against the raw GET loop, the designs it
 # replaces, DuckDB's own readers and the peer engines (Polars, LanceDB, pinned
 # in test/bench/peers/package-lock.json, installed with npm ci into build/peers/node).
-# bench-peers writes BENCHMARKS.md and test/bench/peers_w1.svg; bench-quick runs a
-# reduced W1 (1 M rows, 242 MiB) and writes its report under build/bench-quick/.
+# bench-peers writes BENCHMARKS.md and test/bench/peers_w1.svg (with the W2-W4
+# sections the last `make bench` wrote); bench-quick runs a reduced version of
+# all four (W1: 1 M rows, 242 MiB; W2 at max_parallel_io 64 only; 3 runs of
+# the W3 mix; W4 over 0.5 GiB) and writes its report under build/bench-quick/.
 .PHONY: bench-peers bench-quick
 PEERS_BIN := build/peers/bench-peers
 
@@ -142,6 +148,12 @@ bench-peers: release tools
 	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT)
 
 bench-quick: release tools
+	rm -f build/bench-quick/io.md build/bench-quick/sweep.md
+	go run ./test/bench/scan -out build/bench-quick/data -gib 0.5 -reps 2 -sections sweep \
+		-svg build/bench-quick/scan_budget_sweep.svg -md build/bench-quick/sweep.md
+	go run ./test/bench/io -out build/bench-quick/data -p 64 -rounds 3 -mix-runs 3 -large 0 -tables 1,2,3 \
+		-md build/bench-quick/io.md
 	go build -o $(PEERS_BIN) ./test/bench/peers
 	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT) -rows 1000000 -runs 3 -label quick -target bench-quick \
-		-report build/bench-quick/BENCHMARKS.md -svg build/bench-quick/peers_w1.svg
+		-report build/bench-quick/BENCHMARKS.md -svg build/bench-quick/peers_w1.svg \
+		-sections build/bench-quick/io.md,build/bench-quick/sweep.md

@@ -65,6 +65,13 @@ type options struct {
 	multiplier       float64
 	alpha            float64
 	minMult, maxMult float64
+	onGrant          func(l *Budget, n int64, oversize bool)
+}
+
+// withGrantHook lets a test see every grant at this level right after it
+// is made, with the level's lock held.
+func withGrantHook(f func(l *Budget, n int64, oversize bool)) Option {
+	return func(o *options) { o.onGrant = f }
 }
 
 // WithParent makes the budget draw every byte from parent as well: a request
@@ -121,10 +128,11 @@ func WithMultiplierBounds(lo, hi float64) Option {
 // after the fact, a learned decoded/wire ratio and telemetry. All methods are
 // safe for concurrent use. Create it with New; the zero Budget is not usable.
 type Budget struct {
-	parent           *Budget // immutable
-	idlePass         bool    // immutable; see WithIdlePass
-	alpha            float64 // immutable
-	minMult, maxMult float64 // immutable
+	parent           *Budget                                 // immutable
+	idlePass         bool                                    // immutable; see WithIdlePass
+	alpha            float64                                 // immutable
+	minMult, maxMult float64                                 // immutable
+	onGrant          func(l *Budget, n int64, oversize bool) // immutable; tests only (withGrantHook)
 
 	mu sync.Mutex
 
@@ -152,7 +160,6 @@ type Budget struct {
 	mult               float64
 	waits, cancels     int64
 	totalWait, maxWait time.Duration
-	spare              []Lease // see newLeaseLocked
 
 	// Guarded by mu; only a parent uses them. byOrigin is the bytes each
 	// budget below holds at this level (keyed by the budget the requests
@@ -186,6 +193,7 @@ func New(capacity int64, opts ...Option) *Budget {
 		alpha:    o.alpha,
 		minMult:  o.minMult,
 		maxMult:  o.maxMult,
+		onGrant:  o.onGrant,
 		capacity: capacity,
 		mult:     min(max(o.multiplier, o.minMult), o.maxMult),
 		pool:     pool{limit: capacity},
@@ -307,24 +315,6 @@ func (b *Budget) Reserve(ctx context.Context, wire int64) (*Lease, error) {
 	}
 }
 
-// TryReserve charges wire × multiplier bytes without blocking, under the same
-// rules as Reserve. It fails when anyone is waiting at b or a parent (FIFO:
-// it may not jump the queue) or when the bytes are not free. On failure it
-// returns nil, false and leaves the budget unchanged. It panics like Reserve.
-func (b *Budget) TryReserve(wire int64) (*Lease, bool) {
-	checkWire(wire)
-	b.lock()
-	n := reservation(wire, b.mult)
-	if b.blockedLevelLocked(n) != nil {
-		b.unlock()
-		return nil, false
-	}
-	b.grantBelowLocked(nil, n)
-	l := b.newLeaseLocked(wire, n)
-	b.unlock()
-	return l, true
-}
-
 // SetCap changes the capacity of b. Growing it admits waiters that now fit;
 // shrinking it never revokes granted bytes, so in use may stay above the new
 // cap until leases give bytes back. It panics if capacity is negative.
@@ -402,10 +392,6 @@ func (b *Budget) grantBelowLocked(stop *Budget, n int64) {
 	}
 }
 
-// testHookGrant, if set by a test, sees every grant right after it is made,
-// with the level's lock held.
-var testHookGrant func(l *Budget, n int64, oversize bool)
-
 func (b *Budget) grantLocked(origin *Budget, n int64, oversize bool) {
 	b.addLocked(origin, n)
 	b.reserved += n
@@ -415,8 +401,8 @@ func (b *Budget) grantLocked(origin *Budget, n int64, oversize bool) {
 	if oversize {
 		b.oversizeAdmits++
 	}
-	if testHookGrant != nil {
-		testHookGrant(b, n, oversize)
+	if b.onGrant != nil {
+		b.onGrant(b, n, oversize)
 	}
 }
 
@@ -515,21 +501,10 @@ func (b *Budget) observeLocked(ratio float64) {
 	b.mult = min(max(m, b.minMult), b.maxMult)
 }
 
-// leaseBatch is how many leases newLeaseLocked allocates at once.
-const leaseBatch = 64
-
-// newLeaseLocked returns a new lease of n bytes for wire bytes. Reserve is on
-// the per-chunk hot path and one allocation per lease was a third of its cost,
-// so leases are carved out of batches. A lease is never reused (a closed one
-// stays dead); a live lease keeps its batch, about 3 KiB, reachable.
+// newLeaseLocked returns a new lease of n bytes for wire bytes. A lease is
+// never reused: a closed one stays dead.
 func (b *Budget) newLeaseLocked(wire, n int64) *Lease {
-	if len(b.spare) == 0 {
-		b.spare = make([]Lease, leaseBatch)
-	}
-	l := &b.spare[0]
-	b.spare = b.spare[1:]
-	*l = Lease{b: b, wire: wire, size: n, held: n}
-	return l
+	return &Lease{b: b, wire: wire, size: n, held: n}
 }
 
 // Lease is the bytes one chunk holds in a Budget, from Reserve until Close.

@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/remote-segments/remote_segments/budget"
 )
@@ -57,11 +58,16 @@ func ExampleWithParent() {
 	q1 := budget.New(80, budget.WithParent(process), budget.WithMultiplier(1))
 	q2 := budget.New(80, budget.WithParent(process), budget.WithMultiplier(1))
 
-	a, _ := q1.TryReserve(70)
-	_, ok := q2.TryReserve(40) // fits q2, but the process has only 30 left
-	fmt.Println("q2 gets 40:", ok)
-	b, ok := q2.TryReserve(30)
-	fmt.Println("q2 gets 30:", ok)
+	ctx := context.Background()
+	a, _ := q1.Reserve(ctx, 70)
+	// 40 fits q2, but the process has only 30 left: q2 waits (here 10 ms,
+	// then gives up).
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	_, err := q2.Reserve(short, 40)
+	fmt.Println("q2 gets 40:", err == nil)
+	b, err := q2.Reserve(ctx, 30)
+	fmt.Println("q2 gets 30:", err == nil)
 	fmt.Println("process in use:", process.Stats().InUse)
 	a.Close()
 	b.Close()
@@ -74,7 +80,7 @@ func ExampleWithParent() {
 // A chunk larger than the whole budget is admitted alone, and counted.
 func ExampleBudget_String() {
 	b := budget.New(64<<20, budget.WithMultiplier(1))
-	big, _ := b.TryReserve(100 << 20)
+	big, _ := b.Reserve(context.Background(), 100<<20)
 	big.Commit(90 << 20)
 	big.Close()
 	fmt.Println(b)

@@ -101,6 +101,18 @@ func rsDeleteHandle(h C.uintptr_t) {
 	handle.Delete()
 }
 
+// rsShareHandle returns a new handle to the value of h (0 for 0), for a
+// second owner that deletes its own: each registered function holds one
+// to the same Host.
+//
+//export rsShareHandle
+func rsShareHandle(h C.uintptr_t) C.uintptr_t {
+	if h == 0 {
+		return 0
+	}
+	return C.uintptr_t(cgo.NewHandle(cgo.Handle(h).Value()))
+}
+
 //export rsAddNamedParameters
 func rsAddNamedParameters(f C.uintptr_t) {
 	defer func() { _ = recover() }() // at load time: a missing parameter beats a crash

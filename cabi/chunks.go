@@ -11,7 +11,6 @@ import (
 	"hash/fnv"
 	"net/url"
 	"os"
-	"runtime/cgo"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -275,17 +274,4 @@ func oneRecord(rec arrow.RecordBatch) *rowSource {
 		},
 		threads: 1,
 	}
-}
-
-// rsHostCopy returns a new handle of the Host behind h (0 for 0), for a
-// second function registered with the same host: DuckDB deletes each
-// function's handle on its own.
-//
-//export rsHostCopy
-func rsHostCopy(h C.uintptr_t) C.uintptr_t {
-	defer func() { _ = recover() }()
-	if h == 0 {
-		return 0
-	}
-	return C.uintptr_t(cgo.NewHandle(cgo.Handle(h).Value()))
 }

@@ -21,16 +21,17 @@ import (
 // Host is what a DuckDB host hands down to the functions it registers: the
 // memory limit their scans share, whether the scans may tune the process's Go
 // runtime, and where a scan finds the context of the statement that runs it.
-// A zero Host is valid: each scan is bounded by its own budget only, the
-// runtime's settings are left alone, and every scan runs under
-// context.Background(), ended only by DuckDB (a LIMIT, an error, an
-// interrupt).
+// A zero Host is valid: Register gives it a Process of its own without a
+// memory limit (each scan is bounded by its own budget only), the runtime's
+// settings are left alone, and every scan runs under context.Background(),
+// ended only by DuckDB (a LIMIT, an error, an interrupt).
 type Host struct {
-	// Process, when set, is shared by every scan of the functions
-	// registered with this Host (and of any other Host given the same
-	// Process): its memory limit is the parent of every scan's budget, so
-	// concurrent queries together stay under one ceiling. Nil: each scan
-	// has only its own budget.
+	// Process is shared by every scan of the functions registered with
+	// this Host (and of any other Host given the same Process): their
+	// store domains, the scans remote_segments_stats() lists, and the
+	// memory limit that is the parent of every scan's budget, so
+	// concurrent queries together stay under one ceiling. Nil: Register
+	// makes one without a memory limit for this registration.
 	Process *scanner.Process
 	// TuneMemoryLimit lets the scans keep the Go runtime's soft memory limit
 	// (debug.SetMemoryLimit) at the running scans' budgets plus headroom.
@@ -86,6 +87,9 @@ func Register(con unsafe.Pointer, h Host) error {
 	}
 	if !bool(C.rs_api_ready()) {
 		return errors.New("cabi: Register: the C API function table is not set (UseAPI)")
+	}
+	if h.Process == nil {
+		h.Process = scanner.NewProcess(0)
 	}
 	var msg *C.char
 	if !bool(C.rs_register(C.duckdb_connection(con), C.uintptr_t(cgo.NewHandle(&h)), &msg)) {
@@ -145,7 +149,7 @@ func (h *Host) budgetsChanged() {
 		return
 	}
 	var total int64
-	for _, s := range scanner.Scans() {
+	for _, s := range h.Process.Scans() {
 		if s.State == "running" {
 			total += s.Budget.Cap
 		}

@@ -85,19 +85,24 @@ static bool register_scan(duckdb_connection con, const char *name, duckdb_table_
 }
 
 bool rs_register(duckdb_connection con, uintptr_t host, char **error) {
-	// remote_segments_chunks resolves sources as the scan does: the same
-	// host, in a handle of its own (each function's is deleted with it).
-	uintptr_t chunks_host = rsHostCopy(host);
+	// Each function owns a handle of its own to the one Go Host: DuckDB
+	// deletes a function's extra info with the function, which may be at
+	// once (a second registration on the same database).
+	uintptr_t stats_host = rsShareHandle(host);
+	uintptr_t chunks_host = rsShareHandle(host);
 	if (!register_scan(con, "remote_segments", rs_bind_cb, true, host)) {
+		rsDeleteHandle(stats_host);
 		rsDeleteHandle(chunks_host);
 		*error = "remote_segments: could not register table function remote_segments";
 		return false;
 	}
+	// remote_segments_chunks resolves sources as the scan does, with the same host.
 	if (!register_scan(con, "remote_segments_chunks", rs_chunks_bind_cb, true, chunks_host)) {
+		rsDeleteHandle(stats_host);
 		*error = "remote_segments: could not register table function remote_segments_chunks";
 		return false;
 	}
-	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false, 0)) {
+	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false, stats_host)) {
 		*error = "remote_segments: could not register table function remote_segments_stats";
 		return false;
 	}
@@ -112,18 +117,9 @@ void rs_add_named_parameter(uintptr_t f, const char *name, duckdb_type t) {
 
 // ---- parameter access ---------------------------------------------------
 
-// rs_bind_get_varchar returns parameter index as a string the caller frees with
-// rs_free, or NULL when it is NULL.
-char *rs_bind_get_varchar(duckdb_bind_info info, idx_t index) {
-	duckdb_value v = duckdb_bind_get_parameter(info, index);
-	if (!v) {
-		return NULL;
-	}
-	char *s = duckdb_is_null_value(v) ? NULL : duckdb_get_varchar(v);
-	duckdb_destroy_value(&v);
-	return s;
-}
-
+// rs_bind_get_named_varchar returns named parameter name as a string the
+// caller frees with rs_free (NULL when it is NULL); *present says whether
+// the query gave it.
 char *rs_bind_get_named_varchar(duckdb_bind_info info, const char *name, bool *present) {
 	duckdb_value v = duckdb_bind_get_named_parameter(info, name);
 	*present = v != NULL;
@@ -133,23 +129,6 @@ char *rs_bind_get_named_varchar(duckdb_bind_info info, const char *name, bool *p
 	char *s = duckdb_is_null_value(v) ? NULL : duckdb_get_varchar(v);
 	duckdb_destroy_value(&v);
 	return s;
-}
-
-int64_t rs_bind_get_named_int64(duckdb_bind_info info, const char *name, bool *present) {
-	duckdb_value v = duckdb_bind_get_named_parameter(info, name);
-	*present = v != NULL;
-	if (!v) {
-		return 0;
-	}
-	int64_t r = duckdb_get_int64(v);
-	duckdb_destroy_value(&v);
-	return r;
-}
-
-void rs_bind_add_column(duckdb_bind_info info, const char *name, duckdb_type type) {
-	duckdb_logical_type lt = duckdb_create_logical_type(type);
-	duckdb_bind_add_result_column(info, name, lt);
-	duckdb_destroy_logical_type(&lt);
 }
 
 void rs_bind_set_error(duckdb_bind_info info, const char *error) { duckdb_bind_set_error(info, error); }
@@ -163,7 +142,6 @@ void rs_init_set_data(duckdb_init_info info, uintptr_t h) { duckdb_init_set_init
 void rs_local_init_set_data(duckdb_init_info info, uintptr_t h) { duckdb_init_set_init_data(info, (void *)h, rs_delete_handle); }
 void rs_init_set_max_threads(duckdb_init_info info, idx_t n) { duckdb_init_set_max_threads(info, n); }
 void rs_init_set_error(duckdb_init_info info, const char *error) { duckdb_init_set_error(info, error); }
-uintptr_t rs_function_get_bind_data(duckdb_function_info info) { return (uintptr_t)duckdb_function_get_bind_data(info); }
 uintptr_t rs_function_get_init_data(duckdb_function_info info) { return (uintptr_t)duckdb_function_get_init_data(info); }
 uintptr_t rs_function_get_local_data(duckdb_function_info info) { return (uintptr_t)duckdb_function_get_local_init_data(info); }
 void rs_function_set_error(duckdb_function_info info, const char *error) { duckdb_function_set_error(info, error); }

@@ -89,10 +89,7 @@ bool rs_use_api(const void *table, size_t size);
 bool rs_api_ready(void);
 
 // Small wrappers so Go never names an API-table entry itself.
-char *rs_bind_get_varchar(duckdb_bind_info info, idx_t index);
 char *rs_bind_get_named_varchar(duckdb_bind_info info, const char *name, bool *present);
-int64_t rs_bind_get_named_int64(duckdb_bind_info info, const char *name, bool *present);
-void rs_bind_add_column(duckdb_bind_info info, const char *name, duckdb_type type);
 void rs_bind_set_error(duckdb_bind_info info, const char *error);
 uintptr_t rs_bind_get_host(duckdb_bind_info info);
 void rs_bind_set_data(duckdb_bind_info info, uintptr_t handle);
@@ -103,7 +100,6 @@ idx_t rs_init_column_index(duckdb_init_info info, idx_t i);
 void rs_init_set_data(duckdb_init_info info, uintptr_t handle);
 void rs_init_set_max_threads(duckdb_init_info info, idx_t n);
 void rs_init_set_error(duckdb_init_info info, const char *error);
-uintptr_t rs_function_get_bind_data(duckdb_function_info info);
 uintptr_t rs_function_get_init_data(duckdb_function_info info);
 uintptr_t rs_function_get_local_data(duckdb_function_info info);
 void rs_function_set_error(duckdb_function_info info, const char *error);

@@ -89,6 +89,7 @@ func rsStatsBind(info C.duckdb_bind_info) {
 			setBindError(info, errorText(r))
 		}
 	}()
+	host := hostOf(info)
 	schema := statsSchema()
 	cols, err := recordColumns(schema)
 	if err != nil {
@@ -96,7 +97,7 @@ func rsStatsBind(info C.duckdb_bind_info) {
 		return
 	}
 	setBindData(info, cols, func([]int) (*rowSource, error) {
-		batch := &scanner.Batch{Record: statsRecord(schema, scanner.Scans())}
+		batch := &scanner.Batch{Record: statsRecord(schema, host.Process.Scans())}
 		done := false
 		return &rowSource{
 			next: func() (*scanner.Batch, error) {

@@ -252,3 +252,25 @@ func (r *retryBudget) refund(n int) {
 		r.tokens = min(r.capacity, r.tokens+n)
 	}
 }
+
+// The scheduler's side of throttling.
+
+// answerLocked feeds the outcome of a GET sent at issued to the throttling
+// controller and tells running batches about a lower limit.
+func (s *Scheduler) answerLocked(issued, now time.Time, throttled bool) {
+	s.accountLocked(now)
+	s.cc.answer(issued, now, throttled)
+	s.limitChangedLocked()
+}
+
+// growLocked lets the limit grow back (see congestion.grow).
+func (s *Scheduler) growLocked(now time.Time) {
+	s.cc.grow(now)
+}
+
+// limitChangedLocked records the limit in the running batches' minimum.
+func (s *Scheduler) limitChangedLocked() {
+	for b := range s.batches {
+		b.noteLimit(s.cc.limit)
+	}
+}

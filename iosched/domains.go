@@ -79,16 +79,12 @@ func NewDomains(opts Options) *Domains {
 // Open returns a hold on rawURL's domain, creating its scheduler and store on
 // first use (sizing the store's connection pool to the parallelism), with the
 // object's name within the store. Store options only matter on first use of
-// a domain; the domain key includes the endpoint and credentials.
+// a domain; the domain key includes the endpoint and credentials. A query
+// that asks for its own scheduler tuning passes it: non-zero fields of
+// tuning override the registry's options (Parallelism aside), and a domain
+// has one scheduler per distinct tuning (a zero tuning: the registry's).
 // On failure, returns the store's error naming the URL, and no hold.
-func (d *Domains) Open(rawURL string, so store.Options) (*Hold, error) {
-	return d.OpenTuned(rawURL, so, Options{})
-}
-
-// OpenTuned is Open for a query that asks for its own scheduler tuning:
-// non-zero fields of tuning override the registry's options (Parallelism
-// aside), and a domain has one scheduler per distinct tuning.
-func (d *Domains) OpenTuned(rawURL string, so store.Options, tuning Options) (*Hold, error) {
+func (d *Domains) Open(rawURL string, so store.Options, tuning Options) (*Hold, error) {
 	key, err := store.Domain(rawURL, so)
 	if err != nil {
 		return nil, err

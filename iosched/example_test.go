@@ -19,7 +19,7 @@ func Example() {
 	// One Domains per process: one scheduler and one store per endpoint.
 	domains := iosched.NewDomains(iosched.Options{})
 	defer domains.Close()
-	h, err := domains.Open(filepath.Join(dir, "chunk.arrow"), store.Options{})
+	h, err := domains.Open(filepath.Join(dir, "chunk.arrow"), store.Options{}, iosched.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

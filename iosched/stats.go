@@ -6,27 +6,28 @@ import (
 	"time"
 )
 
-// HistogramBounds are the upper bounds of the histogram buckets; a last
-// bucket counts everything above.
-var HistogramBounds = []time.Duration{
+// histogramBounds are the upper bounds of the histogram buckets; a last
+// bucket counts everything above. It is never written.
+var histogramBounds = [...]time.Duration{
 	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
 	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
 	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
 	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second,
 }
 
-// Histogram counts durations in the fixed HistogramBounds buckets.
+// Histogram counts durations in fixed buckets with the upper bounds 1, 2,
+// 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10 s, and a last one above.
 type Histogram struct {
-	Counts []int64 // len(HistogramBounds)+1
+	Counts []int64 // 14 buckets
 	Count  int64
 	Sum    time.Duration
 }
 
 func (h *Histogram) add(d time.Duration) {
 	if h.Counts == nil {
-		h.Counts = make([]int64, len(HistogramBounds)+1)
+		h.Counts = make([]int64, len(histogramBounds)+1)
 	}
-	i, _ := slices.BinarySearch(HistogramBounds, d)
+	i, _ := slices.BinarySearch(histogramBounds[:], d)
 	h.Counts[i]++
 	h.Count++
 	h.Sum += d
@@ -35,34 +36,6 @@ func (h *Histogram) add(d time.Duration) {
 func (h Histogram) clone() Histogram {
 	h.Counts = slices.Clone(h.Counts)
 	return h
-}
-
-// Mean returns the average duration, 0 for an empty histogram.
-func (h Histogram) Mean() time.Duration {
-	if h.Count == 0 {
-		return 0
-	}
-	return h.Sum / time.Duration(h.Count)
-}
-
-// Quantile returns the upper bound of the bucket holding quantile q (0..1);
-// for the open last bucket, twice the last bound.
-func (h Histogram) Quantile(q float64) time.Duration {
-	if h.Count == 0 {
-		return 0
-	}
-	want := int64(q*float64(h.Count) + 0.5)
-	var seen int64
-	for i, c := range h.Counts {
-		seen += c
-		if seen >= want && c > 0 {
-			if i < len(HistogramBounds) {
-				return HistogramBounds[i]
-			}
-			break
-		}
-	}
-	return 2 * HistogramBounds[len(HistogramBounds)-1]
 }
 
 // Stats is a snapshot of a scheduler's counters since it was created.

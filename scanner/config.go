@@ -42,8 +42,10 @@ type Config struct {
 	// Trace, when set, is a path for a Chrome-trace JSON of the scan.
 	Trace string
 
-	// Process, if set, is shared by the process's scans: its memory limit
-	// is the parent of this scan's budget. Nil: the scan's budget alone.
+	// Process is shared by the process's scans: their store domains,
+	// registry and trace multiplexer, and its memory limit (if any) is the
+	// parent of this scan's budget. Required: Bind and Resolve fail
+	// without it.
 	Process *Process
 
 	// Admit, if set, is asked before any object is opened (a catalog file,
@@ -66,7 +68,7 @@ func (c *Config) schedulerOptions() iosched.Options {
 		FirstByteTimeout: c.RequestTimeout,
 		IdleTimeout:      c.RequestTimeout,
 		Retries:          c.Retries,
-		Tracer:           traceMux,
+		Tracer:           c.Process.traces,
 	}
 	return o
 }

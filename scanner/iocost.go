@@ -12,6 +12,7 @@ package scanner
 
 import (
 	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
 // extraRoundTrips is what a projected read adds to a whole one.
@@ -40,15 +41,15 @@ func (s *Scan) projectedBytes(size int64) int64 {
 // tailWant is how much of a file's end a projected read asks for first:
 // the first chunk's footer with room to spare (learned at Start, or from
 // the first projected chunk when the first chunk was no IPC file); until
-// then tailGuess.
+// then arrowipc.TailGuess.
 func (s *Scan) tailWant() int64 {
-	if s.ipcPlan.tail > 0 {
-		return s.ipcPlan.tail
+	if s.ipcPlan.Tail > 0 {
+		return s.ipcPlan.Tail
 	}
 	if f := s.footerLen.Load(); f > 0 {
-		return f + f/4 + 1<<10 + ipcTrailerLen
+		return f + f/4 + 1<<10 + arrowipc.TrailerLen
 	}
-	return tailGuess
+	return arrowipc.TailGuess
 }
 
 // planProjection decides whether the scan may read only fields' buffers
@@ -69,11 +70,11 @@ func (s *Scan) planProjection(fields []int) bool {
 	first := s.plan.first
 	s.plan.firstMu.Unlock()
 	if first != nil {
-		s.ipcPlan = learnReadPlan(first)
+		s.ipcPlan = arrowipc.LearnReadPlan(first)
 	}
 	largest := int64(-1)
 	for i := range s.plan.Chunks {
-		largest = max(largest, s.plan.Chunks[i].wireLength())
+		largest = max(largest, s.plan.Chunks[i].WireLength())
 	}
 	if largest < 0 {
 		return false // no length known: every chunk is read whole
@@ -94,7 +95,7 @@ func (s *Scan) chunkProjects(c *Chunk) bool {
 	if !s.projected {
 		return false
 	}
-	size := c.wireLength()
+	size := c.WireLength()
 	if size < 0 || s.firstInMemory(c) {
 		return false
 	}

@@ -6,36 +6,83 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/remote-segments/remote_segments/budget"
+	"github.com/remote-segments/remote_segments/iosched"
 )
 
 // MemoryLimitEnv names the environment variable that sets the process
 // memory limit (a byte size such as '4GiB'); see DefaultMemoryLimit.
 const MemoryLimitEnv = "REMOTE_SEGMENTS_MEMORY_LIMIT"
 
-// Process is what the scans of one process share. The host creates one when
-// it loads and passes it to every scan in Config.Process; there is no
-// package-level instance. It is safe for concurrent use.
+// Process is what the scans of one process share, in one value: the store
+// domains (one scheduler and store per endpoint and credentials), the
+// registry of scans behind remote_segments_stats(), the multiplexer that
+// hands each GET to the trace of its scan, the scan ids, and the memory
+// limit. The host creates it when it loads (NewProcess, ProcessFromEnv) and
+// passes it to every scan in Config.Process; the scanner keeps no
+// package-level state. It is safe for concurrent use.
 type Process struct {
 	// Memory is the process memory limit: the parent of every scan's
 	// budget, so that concurrent scans together never hold more than it.
 	// It grants bytes first come, first served across the scans, except
-	// that a scan holding none of it passes (budget.WithIdlePass).
+	// that a scan holding none of it passes (budget.WithIdlePass). Nil: no
+	// process-wide limit, each scan has only its own budget.
 	Memory *budget.Budget
+
+	*shared
+}
+
+// shared is what a Process and those derived from it (WithMemoryLimit)
+// have in common.
+type shared struct {
+	// domains holds the schedulers and stores, one per store domain,
+	// shared by every scan.
+	domains *iosched.Domains
+	// traces is the Tracer of every scheduler of domains.
+	traces *traceRouter
+	// scans lists the running and recently finished scans.
+	scans registry
+	// nextScanID numbers the scans; the id is also the scan's query in
+	// the schedulers' priorities, so it is unique across domains.
+	nextScanID atomic.Uint64
 }
 
 // NewProcess returns a Process whose scans together hold at most
-// memoryLimit bytes. It panics if memoryLimit is not positive.
+// memoryLimit bytes; 0 means no process-wide limit. It panics if
+// memoryLimit is negative.
 func NewProcess(memoryLimit int64) *Process {
-	if memoryLimit <= 0 {
-		panic("scanner: the process memory limit must be positive")
+	if memoryLimit < 0 {
+		panic("scanner: the process memory limit must not be negative")
 	}
-	// A scan holding nothing of the limit is let through, so that scans
-	// whose consumers depend on each other (a join of two scans) never
-	// deadlock.
-	return &Process{Memory: budget.New(memoryLimit, budget.WithMultiplier(1), budget.WithIdlePass())}
+	sh := &shared{domains: iosched.NewDomains(iosched.Options{}), traces: newTraceRouter()}
+	return (&Process{shared: sh}).WithMemoryLimit(memoryLimit)
 }
+
+// WithMemoryLimit returns a Process that shares p's domains, registry and
+// scan ids but has its own memory limit (0: none): a Go program's database
+// with a limit of its own still shares the program's connections and
+// stats. It panics if memoryLimit is negative.
+func (p *Process) WithMemoryLimit(memoryLimit int64) *Process {
+	if memoryLimit < 0 {
+		panic("scanner: the process memory limit must not be negative")
+	}
+	q := &Process{shared: p.shared}
+	if memoryLimit > 0 {
+		// A scan holding nothing of the limit is let through, so that
+		// scans whose consumers depend on each other (a join of two
+		// scans) never deadlock.
+		q.Memory = budget.New(memoryLimit, budget.WithMultiplier(1), budget.WithIdlePass())
+	}
+	return q
+}
+
+// Close closes every store domain of the process (their schedulers and
+// connections). Hosts never call it: their Process lives as long as the
+// process. Tests and programs that make a Process per run do; scans still
+// running fail.
+func (p *Process) Close() error { return p.domains.Close() }
 
 // ProcessFromEnv returns a Process whose memory limit is
 // DefaultMemoryLimit: what a host calls once when it loads. On failure (a

@@ -3,16 +3,19 @@ package scanner
 import (
 	"slices"
 	"sync"
+
+	"github.com/remote-segments/remote_segments/iosched/store"
 )
 
 // keepFinished is how many finished scans the registry remembers.
 const keepFinished = 64
 
-// registry is the process-wide list of scans behind remote_segments_stats():
-// every running scan and the newest finished ones. Finished scans stay live
+// registry lists a process's scans behind remote_segments_stats(): every
+// running scan and the newest finished ones. Finished scans stay live
 // objects, so a budget's in-use figure shows bytes that batches still held
-// by a DuckDB thread give back after the scan ended.
-var registry struct {
+// by a DuckDB thread give back after the scan ended. A zero registry is
+// ready to use.
+type registry struct {
 	mu       sync.Mutex
 	running  map[uint64]*Scan
 	finished []*Scan // oldest first, at most keepFinished
@@ -27,37 +30,41 @@ type ScanInfo struct {
 	Stats
 }
 
-func register(s *Scan) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if registry.running == nil {
-		registry.running = make(map[uint64]*Scan)
+func (r *registry) register(s *Scan) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == nil {
+		r.running = make(map[uint64]*Scan)
 	}
-	registry.running[s.id] = s
+	r.running[s.id] = s
 }
 
-func finish(s *Scan) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if _, ok := registry.running[s.id]; !ok {
+func (r *registry) finish(s *Scan) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.running[s.id]; !ok {
 		return
 	}
-	delete(registry.running, s.id)
-	registry.finished = append(registry.finished, s)
-	if len(registry.finished) > keepFinished {
-		registry.finished = slices.Delete(registry.finished, 0, len(registry.finished)-keepFinished)
+	delete(r.running, s.id)
+	r.finished = append(r.finished, s)
+	if len(r.finished) > keepFinished {
+		r.finished = slices.Delete(r.finished, 0, len(r.finished)-keepFinished)
 	}
 }
 
 // Scans describes the finished scans the process remembers and the running
-// ones, ordered by ID.
-func Scans() []ScanInfo {
-	registry.mu.Lock()
-	all := append([]*Scan(nil), registry.finished...)
-	for _, s := range registry.running {
+// ones, ordered by ID; nil for a nil Process.
+func (p *Process) Scans() []ScanInfo {
+	if p == nil {
+		return nil
+	}
+	r := &p.scans
+	r.mu.Lock()
+	all := append([]*Scan(nil), r.finished...)
+	for _, s := range r.running {
 		all = append(all, s)
 	}
-	registry.mu.Unlock()
+	r.mu.Unlock()
 	slices.SortFunc(all, func(a, b *Scan) int { return int(a.id) - int(b.id) })
 	out := make([]ScanInfo, len(all))
 	for i, s := range all {
@@ -83,5 +90,5 @@ func (p *Plan) describeSource() string {
 	case p.cfg.URLs != nil:
 		return "(LIST of URLs)"
 	}
-	return shownURL(p.cfg.Source)
+	return store.RedactURL(p.cfg.Source)
 }

@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
 // maxChunksInFlight bounds the chunks fetched or decoded at once, whatever
@@ -27,8 +28,6 @@ const maxChunksInFlight = 4096
 // the selected columns' buffers instead of whole chunks (three round trips
 // per chunk instead of one, for far fewer bytes).
 const projectionPays = 0.5
-
-var nextScanID atomic.Uint64
 
 // Scan is a running scan. Next, Close and Stats are safe for concurrent use.
 type Scan struct {
@@ -62,7 +61,7 @@ type Scan struct {
 	// their projection saved, throttled answers, the lowest limit seen,
 	// and the footer length the first projected chunk had.
 	roundTrips, projectedChunks, projectionSaved, throttled, limitMin, footerLen atomic.Int64
-	ipcPlan                                                                      ipcReadPlan // learned from the first chunk at Start; read-only after
+	ipcPlan                                                                      arrowipc.ReadPlan // learned from the first chunk at Start; read-only after
 }
 
 // Start begins scanning. fields are the plan's field indexes the caller
@@ -75,7 +74,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 			fields[i] = i
 		}
 	}
-	s := &Scan{id: nextScanID.Add(1), plan: p, start: time.Now(), fields: fields,
+	s := &Scan{id: p.cfg.Process.nextScanID.Add(1), plan: p, start: time.Now(), fields: fields,
 		slots: make(chan struct{}, maxChunksInFlight)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.estimate = p.firstLen
@@ -91,7 +90,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	if capacity <= 0 {
 		capacity = budget.Size(total, p.cfg.BudgetFraction, 0, 0)
 	}
-	if p.cfg.Process != nil {
+	if p.cfg.Process.Memory != nil {
 		capacity = min(capacity, p.cfg.Process.Memory.Stats().Cap)
 	}
 	s.limit = capacity
@@ -99,7 +98,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	// has measured a decoded/wire ratio: an uncompressed chunk (the common
 	// case) decodes into the bytes it was fetched in.
 	opts := []budget.Option{budget.WithMultiplier(1)}
-	if p.cfg.Process != nil {
+	if p.cfg.Process.Memory != nil {
 		opts = append(opts, budget.WithParent(p.cfg.Process.Memory))
 	}
 	s.budget = budget.New(capacity, opts...)
@@ -122,9 +121,9 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.budget.SetCap(min(capacity, knee(largest, s.share(s.ioStart.Parallelism), p.cfg.RequestSize)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
-		traceMux.add(s.id, s.trace)
+		p.cfg.Process.traces.add(s.id, s.trace)
 	}
-	register(s)
+	p.cfg.Process.scans.register(s)
 	s.wg.Add(1)
 	go s.planChunks()
 	return s, nil
@@ -165,7 +164,7 @@ func (p *Plan) shouldProject(fields []int) bool {
 
 // wireEstimate is the bytes chunk c will take on the wire.
 func (s *Scan) wireEstimate(c *Chunk) int64 {
-	n := c.wireLength()
+	n := c.WireLength()
 	if n < 0 {
 		n = s.estimate
 	}
@@ -175,7 +174,7 @@ func (s *Scan) wireEstimate(c *Chunk) int64 {
 			need += s.plan.colBytes[f]
 		}
 		// Never more than the whole chunk: a small file is read whole.
-		n = min(n, int64(float64(n)*float64(need)/float64(s.plan.bodyLen))+tailGuess)
+		n = min(n, int64(float64(n)*float64(need)/float64(s.plan.bodyLen))+arrowipc.TailGuess)
 	}
 	return max(n, 1)
 }
@@ -309,7 +308,7 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	}
 	var into []byte
 	if data == nil {
-		if n := c.wireLength(); n > 0 && lease != nil {
+		if n := c.WireLength(); n > 0 && lease != nil {
 			into = lease.Buffer(int(n)) // the lease's until it closes
 		}
 		var err error
@@ -318,12 +317,12 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		}
 	}
 	s.wire.Add(int64(len(data)))
-	schema, batches, err := decodeIPC(data, mem)
+	schema, batches, err := arrowipc.Decode(data, mem)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	var retained int64
-	if bytes.HasPrefix(data, ipcFileMagic) {
+	if arrowipc.IsFile(data) {
 		retained = int64(len(data)) // the file reader slices its buffers out of data
 		if len(data) > 0 && len(into) > 0 && &data[0] == &into[0] {
 			retained = int64(cap(into)) // the pooled buffer, rounded up to its class
@@ -347,9 +346,9 @@ func (s *Scan) checkSchema(schema *arrow.Schema, batches []arrow.RecordBatch) er
 	if schema.Equal(s.plan.Schema) {
 		return nil
 	}
-	releaseAll(batches)
+	arrowipc.ReleaseAll(batches)
 	return fmt.Errorf("%w: schema %s differs from the first chunk's (%s): %s; use union_by_name := true to match columns by name",
-		ErrBadChunk, schema, shownURL(s.plan.home), s.plan.Schema)
+		ErrBadChunk, schema, store.RedactURL(s.plan.home), s.plan.Schema)
 }
 
 // loadColumns reads only the scan's fields of an IPC file chunk.
@@ -360,13 +359,13 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	}
 	defer h.Release()
 	sched, st, name := h.Scheduler, h.Store, h.Name
-	size := c.wireLength()
+	size := c.WireLength()
 	if size < 0 {
 		// The tail of an object of unknown size needs a HEAD, which is not
 		// a range request of the scheduler: read the chunk whole instead.
 		return s.loadWhole(c, mem)
 	}
-	fetch := func(rs []ipcRange) ([][]byte, error) {
+	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
 		reqs := make([]iosched.Request, len(rs))
 		for i, r := range rs {
 			reqs[i] = iosched.Request{Store: st, Name: name, Offset: c.Offset + r.Offset, Length: r.Length,
@@ -375,13 +374,13 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		return s.submit(sched, reqs)
 	}
 	plan := s.ipcPlan
-	plan.tail = s.tailWant()
-	schema, batches, wire, footerLen, err := readIPCColumnsPlan(size, plan, s.fields, fetch, mem)
+	plan.Tail = s.tailWant()
+	schema, batches, wire, footerLen, err := arrowipc.ReadColumns(size, plan, s.fields, fetch, mem)
 	s.wire.Add(wire)
 	if footerLen > 0 {
 		s.footerLen.CompareAndSwap(0, footerLen)
 	}
-	if errors.Is(err, errDictionaries) || errors.Is(err, errNotIPCFile) {
+	if errors.Is(err, arrowipc.ErrDictionaries) || errors.Is(err, arrowipc.ErrNotFile) {
 		return s.loadWhole(c, mem) // dictionaries, or a stream: read it whole
 	}
 	if err != nil {
@@ -436,8 +435,8 @@ func conform(schema *arrow.Schema, batches []arrow.RecordBatch, plan *arrow.Sche
 					for _, c := range cols[:i] { // this batch's columns built so far
 						c.Release()
 					}
-					releaseAll(batches)
-					releaseAll(out)
+					arrowipc.ReleaseAll(batches)
+					arrowipc.ReleaseAll(out)
 					return nil, fmt.Errorf("%w: column %q is %s, not %s as in the other chunks", ErrBadChunk, f.Name, schema.Field(j[0]).Type, f.Type)
 				}
 				cols[i] = b.Column(j[0])
@@ -451,7 +450,7 @@ func conform(schema *arrow.Schema, batches []arrow.RecordBatch, plan *arrow.Sche
 			c.Release()
 		}
 	}
-	releaseAll(batches)
+	arrowipc.ReleaseAll(batches)
 	return out, nil
 }
 
@@ -488,11 +487,11 @@ func (s *Scan) Close() {
 		s.budget.ClosePool()
 		s.closed.Store(true)
 		if s.trace != nil {
-			traceMux.remove(s.id)
+			s.plan.cfg.Process.traces.remove(s.id)
 			s.trace.budget(s.budget)
 			s.trace.write()
 		}
-		finish(s)
+		s.plan.cfg.Process.scans.finish(s)
 	})
 }
 

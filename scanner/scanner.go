@@ -1,19 +1,23 @@
 // Package scanner turns a remote_segments source into a stream of Arrow record
-// batches for the table function's threads, inside a memory budget.
+// batches for the table function's threads, inside a memory budget: it is
+// the pipeline (plan, reserve, submit, decode, ready queue, stats).
 //
-// Bind resolves the source into catalog rows (chunks) and reads the schema
-// of the first chunk. Start runs the pipeline: in catalog order, each chunk
-// first reserves its estimated bytes from the scan's budget (blocking while
-// the budget is full), then submits its byte ranges to the store domain's
-// IO scheduler, is decoded off the IO workers, commits its measured size,
-// and queues its batches. DuckDB's threads take batches with Next, release
-// each slice's bytes as they copy it out (Batch.Consumed) and Close the
-// batch; Close on the Scan cancels everything still running and refunds
-// every byte.
+// The house: catalog (scanner/catalog) lists the chunks of a source; Bind
+// plans them and reads the first chunk's schema; Start runs the pipeline:
+// in catalog order, each chunk first reserves its estimated bytes from the
+// scan's budget (blocking while the budget is full), then submits its byte
+// ranges to the store domain's IO scheduler (iosched), is decoded off the
+// IO workers (scanner/arrowipc), commits its measured size, and queues its
+// batches. DuckDB's threads take batches with Next, release each slice's
+// bytes as they copy it out (Batch.Consumed) and Close the batch; Close on
+// the Scan cancels everything still running and refunds every byte.
+//
+// It owns the pipeline and the per-scan and per-process state (Process);
+// the format of catalogs and of Arrow IPC belongs to its subpackages. It
+// must not import cabi, sql or anything DuckDB: it is pure Go.
 package scanner
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -23,6 +27,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
 // Plan is a bound scan: the chunks to read and the schema they share.
@@ -67,13 +72,13 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	schema, batches, err := decodeIPC(data, cfg.Allocator)
+	schema, batches, err := arrowipc.Decode(data, cfg.Allocator)
 	if err != nil {
 		return nil, &ChunkError{Chunk: &chunks[0], Err: err}
 	}
-	releaseAll(batches)
+	arrowipc.ReleaseAll(batches)
 	p.Schema, p.first, p.firstLen = schema, data, int64(len(data))
-	p.colBytes, p.bodyLen = columnBytes(data)
+	p.colBytes, p.bodyLen = arrowipc.ColumnBytes(data)
 	if cfg.UnionByName && len(chunks) > 1 {
 		if err := p.unionSchemas(ctx); err != nil {
 			return nil, err
@@ -125,7 +130,7 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, into []byte, run func(*iosched
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
 	defer h.Release()
-	data, err := run(h.Scheduler, []iosched.Request{{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: c.wireLength(),
+	data, err := run(h.Scheduler, []iosched.Request{{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: c.WireLength(),
 		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}, Buffer: into}})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
@@ -138,28 +143,6 @@ func (p *Plan) fetchAtBind(ctx context.Context, c *Chunk) ([]byte, error) {
 	return p.fetchWhole(c, 0, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
 		return s.Fetch(ctx, reqs)
 	})
-}
-
-// columnBytes measures, in an IPC file without dictionaries, how many body
-// bytes each column takes and the body bytes in all; nil for anything else.
-func columnBytes(data []byte) ([]int64, int64) {
-	if int64(len(data)) < ipcTrailerLen+8 || !bytes.HasPrefix(data, ipcFileMagic) {
-		return nil, 0
-	}
-	var served int64
-	l, _, err := readIPCLayout(int64(len(data)), fetchFrom(data, &served))
-	if err != nil {
-		return nil, 0
-	}
-	cols := make([]int64, len(l.footer.Schema.Fields()))
-	var body int64
-	for i, rb := range l.batches {
-		for c, cl := range l.layouts[i] {
-			cols[c] += columnRange(rb, cl).Length
-		}
-		body += l.footer.Batches[i].BodyLen
-	}
-	return cols, body
 }
 
 // unionSchemas reads every chunk's schema and merges them by column name:
@@ -178,11 +161,11 @@ func (p *Plan) unionSchemas(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		schema, batches, err := decodeIPC(data, p.cfg.Allocator)
+		schema, batches, err := arrowipc.Decode(data, p.cfg.Allocator)
 		if err != nil {
 			return &ChunkError{Chunk: c, Err: err}
 		}
-		releaseAll(batches)
+		arrowipc.ReleaseAll(batches)
 		for _, f := range schema.Fields() {
 			j, ok := index[f.Name]
 			if !ok {

@@ -25,6 +25,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // waitTimeout bounds every wait for another goroutine in these tests.
 const waitTimeout = 10 * time.Second
 
+// testProcess is a Process of the test's own, closed when it ends.
+func testProcess(t testing.TB) *Process {
+	p := NewProcess(0)
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 // startScan binds cfg and starts a scan of fields (nil: all).
 func startScan(t *testing.T, cfg Config, fields []int) *Scan {
 	t.Helper()
@@ -73,7 +80,7 @@ func TestResolveSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveSource(context.Background(), &Config{Source: tt.source})
+			got, err := Resolve(context.Background(), Config{Process: testProcess(t), Source: tt.source})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
@@ -102,62 +109,13 @@ func TestChunkErrorHidesQuery(t *testing.T) {
 	}
 }
 
-func TestSegmentAndChunkID(t *testing.T) {
-	tests := []struct{ path, segment, chunk string }{
-		{"/d/segment=s1/chunk-2.arrow", "s1", "chunk-2"},
-		{"/d/segment=a/x/y/part.ipc", "a", "part"},
-		{"/data/seg7/part-0001.arrow", "seg7", "part-0001"},
-		{"rel/p.arrows", "rel", "p"},
-		{"s3://bkt/seg/x.arrow", "seg", "x"},
-		{"s3://bkt/x.arrow", "", "x"},
-		{"https://h:8080/d/segment=9/x.arrow?sig=abc", "9", "x"},
-		{"file:///a/b/c.ipc", "b", "c"},
-	}
-	for _, tt := range tests {
-		if got := segmentOf(tt.path); got != tt.segment {
-			t.Errorf("segmentOf(%q) = %q, want %q", tt.path, got, tt.segment)
-		}
-		if got := chunkIDOf(tt.path); got != tt.chunk {
-			t.Errorf("chunkIDOf(%q) = %q, want %q", tt.path, got, tt.chunk)
-		}
-	}
-}
-
-func TestDecodeBadInput(t *testing.T) {
-	dir, _ := writeDataset(t)
-	good, err := os.ReadFile(filepath.Join(dir, "chunks/segment=s0/chunk-0.arrow"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inputs := map[string][]byte{
-		"empty":           nil,
-		"garbage":         []byte("this is not arrow at all, not even close"),
-		"truncated file":  good[:len(good)/2],
-		"magic only":      []byte("ARROW1\x00\x00"),
-		"truncated start": good[8 : len(good)/3],
-	}
-	for name, data := range inputs {
-		t.Run(name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			_, batches, err := decodeIPC(data, mem)
-			if !errors.Is(err, ErrBadChunk) {
-				t.Fatalf("err = %v, want ErrBadChunk", err)
-			}
-			if batches != nil {
-				t.Fatalf("got batches with an error")
-			}
-		})
-	}
-}
-
 // TestScanConcurrent reads the dataset from several goroutines at once, as
 // DuckDB's threads do, and checks the totals against the generator's.
 func TestScanConcurrent(t *testing.T) {
 	dir, stats := writeDataset(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem}, nil)
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Allocator: mem}, nil)
 	rows, sumX := drain(t, scan, 4, 0)
 	scan.Close()
 	st := scan.Stats()
@@ -177,7 +135,7 @@ func TestScanCloseEarly(t *testing.T) {
 	dir, _ := writeDataset(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem}, nil)
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Allocator: mem}, nil)
 	b, err := scan.Next()
 	if err != nil || b == nil {
 		t.Fatalf("Next = %v, %v", b, err)
@@ -192,7 +150,7 @@ func TestScanCloseEarly(t *testing.T) {
 		t.Errorf("budget holds %d bytes after Close", in)
 	}
 	var found bool
-	for _, s := range Scans() {
+	for _, s := range scan.plan.cfg.Process.Scans() {
 		if s.ID == scan.ID() {
 			found = true
 			if s.State != "cancelled" {
@@ -230,7 +188,7 @@ func TestSchemaMismatch(t *testing.T) {
 	writeExtraChunk(t, dir, other, true, func(b *array.RecordBuilder) {
 		b.Field(0).(*array.Int32Builder).Append(1)
 	})
-	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks")}, nil)
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks")}, nil)
 	defer scan.Close()
 	for {
 		b, err := scan.Next()
@@ -316,7 +274,7 @@ func TestScanBudget(t *testing.T) {
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 400 << 10}, nil)
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 400 << 10}, nil)
 	rows, sumX := drain(t, scan, 3, time.Millisecond)
 	scan.Close()
 	checkSegments(t, stats, rows, sumX)
@@ -335,7 +293,7 @@ func TestScanBudget(t *testing.T) {
 // TestScanOrdered checks catalog order with ordered delivery.
 func TestScanOrdered(t *testing.T) {
 	dir, _ := writeDataset(t)
-	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Ordered: true, MemoryBudget: 1 << 20}, nil)
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Ordered: true, MemoryBudget: 1 << 20}, nil)
 	defer scan.Close()
 	if scan.MaxThreads() != 1 {
 		t.Errorf("ordered scan allows %d threads", scan.MaxThreads())
@@ -375,12 +333,12 @@ func TestScanProjected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows2 := []Row{{colURL: src, colLength: info.Size()}, {colURL: src, colLength: info.Size()}}
-	full := startScan(t, Config{Rows: rows2}, nil)
+	rows2 := []Row{{"url": src, "length": info.Size()}, {"url": src, "length": info.Size()}}
+	full := startScan(t, Config{Process: testProcess(t), Rows: rows2}, nil)
 	fullRows, fullSum := drain(t, full, 1, 0)
 	full.Close()
 
-	proj := startScan(t, Config{Rows: rows2}, []int{0})
+	proj := startScan(t, Config{Process: testProcess(t), Rows: rows2}, []int{0})
 	rows, sum := drain(t, proj, 1, 0)
 	proj.Close()
 	if rows["s0"] != fullRows["s0"] || sum["s0"] != fullSum["s0"] || rows["s0"] == 0 {
@@ -405,7 +363,7 @@ func TestScanCorruptChunk(t *testing.T) {
 	if err := os.WriteFile(bad, data[:len(data)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks")}, nil)
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks")}, nil)
 	var got error
 	for {
 		b, err := scan.Next()
@@ -435,10 +393,10 @@ func TestUnionByName(t *testing.T) {
 		b.Field(0).(*array.Int32Builder).AppendValues([]int32{7, 8}, nil)
 		b.Field(1).(*array.Int64Builder).AppendValues([]int64{100, 200}, nil)
 	})
-	if _, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks")}); err != nil {
+	if _, err := Bind(context.Background(), Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks")}); err != nil {
 		t.Fatal(err) // binds: the mismatch shows when the chunk is read
 	}
-	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), UnionByName: true}, nil)
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), UnionByName: true}, nil)
 	if schema := scan.plan.Schema; len(schema.Fields()) != 6 || schema.Field(5).Name != "y" {
 		t.Fatalf("union schema %s", schema)
 	}
@@ -460,7 +418,7 @@ func TestPlanStartedTwice(t *testing.T) {
 			rows = append(rows, Row{"url": filepath.Join(dir, "chunks", "segment=s"+string(rune('0'+s)), "chunk-"+string(rune('0'+k))+".arrow")})
 		}
 	}
-	plan, err := Bind(context.Background(), Config{Rows: rows, MemoryBudget: 64 << 20})
+	plan, err := Bind(context.Background(), Config{Process: testProcess(t), Rows: rows, MemoryBudget: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +464,7 @@ func TestFinishedScanPinsNothing(t *testing.T) {
 	if _, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 3, RowsPerChunk: 4000, BatchesPerChunk: 2, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := Bind(context.Background(), Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: 64 << 20})
+	plan, err := Bind(context.Background(), Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), MemoryBudget: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +516,7 @@ func TestSmallChunksNeverWait(t *testing.T) {
 		return nil
 	})
 	for _, fields := range [][]int{nil, {0}} {
-		scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: 4 * data}, fields)
+		scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), MemoryBudget: 4 * data}, fields)
 		drain(t, scan, 1, 0)
 		scan.Close()
 		b := scan.Stats().Budget
@@ -601,7 +559,7 @@ func TestBudgetTellsTheTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := &liveAllocator{Allocator: memory.NewGoAllocator()}
-	scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 8 << 20}, nil)
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 8 << 20}, nil)
 	defer scan.Close()
 	var heldPeak, budgetPeak int64
 	done := make(chan struct{})
@@ -706,41 +664,11 @@ func TestBudgetKnee(t *testing.T) {
 	}
 	dir, _ := writeDataset(t)
 	for _, tc := range []struct{ budget, cap int64 }{{1 << 30, budget.DefaultMin}, {1 << 20, 1 << 20}} {
-		scan := startScan(t, Config{Source: filepath.Join(dir, "chunks"), MemoryBudget: tc.budget}, nil)
+		scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), MemoryBudget: tc.budget}, nil)
 		drain(t, scan, 1, 0)
 		scan.Close()
 		if st := scan.Stats(); st.Budget.Cap != tc.cap || st.BudgetLimit != tc.budget {
 			t.Errorf("memory_budget %d: cap %d, limit %d; want %d, %d", tc.budget, st.Budget.Cap, st.BudgetLimit, tc.cap, tc.budget)
-		}
-	}
-}
-
-// TestStringOffsetsChecked: string offsets that are negative, decreasing or
-// past the data fail validation (the copy into DuckDB trusts them).
-func TestStringOffsetsChecked(t *testing.T) {
-	data := memory.NewBufferBytes([]byte("abcdefgh"))
-	offs := func(v ...int32) *memory.Buffer {
-		b := make([]byte, 4*len(v))
-		for i, x := range v {
-			b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(x), byte(x>>8), byte(x>>16), byte(x>>24)
-		}
-		return memory.NewBufferBytes(b)
-	}
-	for _, tc := range []struct {
-		name string
-		off  *memory.Buffer
-		ok   bool
-	}{
-		{"good", offs(0, 2, 2, 8), true},
-		{"decreasing", offs(0, 5, 3, 8), false},
-		{"negative", offs(-1, 2, 3, 8), false},
-		{"past the data", offs(0, 2, 3, 9), false},
-	} {
-		d := array.NewData(arrow.BinaryTypes.String, 3, []*memory.Buffer{nil, tc.off, data}, nil, 0, 0)
-		err := validateData(d)
-		d.Release()
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: err = %v", tc.name, err)
 		}
 	}
 }

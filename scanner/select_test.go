@@ -12,7 +12,7 @@ import (
 func TestSelect(t *testing.T) {
 	dir, stats := writeDataset(t)
 	src := filepath.Join(dir, "chunks", "**", "*.arrow")
-	chunks, err := Resolve(context.Background(), Config{Source: src})
+	chunks, err := Resolve(context.Background(), Config{Process: testProcess(t), Source: src})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestSelect(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := Bind(context.Background(), Config{Source: src})
+			plan, err := Bind(context.Background(), Config{Process: testProcess(t), Source: src})
 			if err != nil {
 				t.Fatal(err)
 			}

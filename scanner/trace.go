@@ -14,14 +14,15 @@ import (
 // counted in the trace's metadata).
 const maxTraceEvents = 1 << 20
 
-// traceMux is the Tracer of every scheduler: it hands each GET to the trace
-// of the scan (query) that asked for it, if that scan traces.
-var traceMux = &traceRouter{scans: map[uint64]*traceWriter{}}
-
+// traceRouter is the Tracer of every scheduler of a Process: it hands each
+// GET to the trace of the scan (query) that asked for it, if that scan
+// traces.
 type traceRouter struct {
 	mu    sync.RWMutex
 	scans map[uint64]*traceWriter
 }
+
+func newTraceRouter() *traceRouter { return &traceRouter{scans: map[uint64]*traceWriter{}} }
 
 func (r *traceRouter) TraceRequest(e iosched.Event) {
 	r.mu.RLock()

@@ -92,7 +92,7 @@ func newConnector(dsn string, opts ...Option) (*duckdb.Connector, *registrar, er
 		if cfg.memoryLimit <= 0 {
 			return nil, nil, fmt.Errorf("remotesql: WithMemoryLimit(%d): the limit must be positive", cfg.memoryLimit)
 		}
-		reg.process = scanner.NewProcess(cfg.memoryLimit)
+		reg.process = programProcess().WithMemoryLimit(cfg.memoryLimit)
 	}
 	c, err := duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
 		rc, err := accessConn(execer)
@@ -164,11 +164,22 @@ func selfCheck() error {
 	return err
 }
 
-// programProcess is the program's one scanner.Process: its memory limit
-// (REMOTE_SEGMENTS_MEMORY_LIMIT, or a quarter of physical memory) is the
-// ceiling of every scan of every database the program opens, made at the
-// first registration.
-var programProcess = sync.OnceValues(scanner.ProcessFromEnv)
+// programProcess is the program's one scanner.Process, made at its first
+// use: its store domains and its registry of scans serve every database the
+// program opens. It has no memory limit of its own; the databases' limits
+// are derived from it (programLimited, WithMemoryLimit).
+var programProcess = sync.OnceValue(func() *scanner.Process { return scanner.NewProcess(0) })
+
+// programLimited is programProcess with the program's memory limit
+// (REMOTE_SEGMENTS_MEMORY_LIMIT, or a quarter of physical memory): the
+// ceiling of every scan of every database without a limit of its own.
+var programLimited = sync.OnceValues(func() (*scanner.Process, error) {
+	limit, err := scanner.DefaultMemoryLimit()
+	if err != nil {
+		return nil, err
+	}
+	return programProcess().WithMemoryLimit(limit), nil
+})
 
 // registrar registers the functions once per database: DuckDB keeps table
 // functions in the database's catalog, shared by its connections.
@@ -191,7 +202,7 @@ func (r *registrar) register(rc rawConn) error {
 	proc := r.process
 	if proc == nil {
 		var err error
-		if proc, err = programProcess(); err != nil {
+		if proc, err = programLimited(); err != nil {
 			return fmt.Errorf("remotesql: %w", err)
 		}
 	}

@@ -26,9 +26,9 @@ type httpStore struct {
 var _ Store = (*httpStore)(nil)
 
 func openHTTP(raw string, opts Options) (Store, string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return nil, "", fmt.Errorf("store: open %s: bad URL", redactURL(raw))
+	u, err := parseHTTP(raw)
+	if err != nil {
+		return nil, "", err
 	}
 	name := httpName(u)
 	base := u.Scheme + "://" + u.Host
@@ -107,10 +107,7 @@ func httpName(u *url.URL) string {
 }
 
 func (s *httpStore) URL(name string) string {
-	if i := strings.IndexByte(name, '?'); i >= 0 {
-		return s.shown + name[:i] + "?REDACTED" // queries may carry signatures
-	}
-	return s.shown + name
+	return RedactURL(s.shown + name) // queries may carry signatures
 }
 
 func (s *httpStore) fail(op, name, rng string, status int, code string, err error) error {

@@ -79,7 +79,7 @@ func newS3Store(opts Options) (*s3Store, error) {
 		cfg, err = config.LoadDefaultConfig(context.Background())
 		if err != nil {
 			// The SDK's message names the profile or file, never a secret.
-			return nil, fmt.Errorf("store: s3 credentials: %v", err)
+			return nil, fmt.Errorf("store: s3 credentials: %w", err)
 		}
 	}
 	if opts.S3Region != "" {

@@ -211,72 +211,126 @@ func (o Options) maxConns() int {
 // file:///path and plain paths (made absolute). The caller closes the Store.
 // On failure, returns a nil Store and an error naming the URL.
 func Open(rawURL string, opts Options) (Store, string, error) {
-	scheme, rest := splitScheme(rawURL)
-	switch scheme {
-	case "", "file":
-		name, err := filePath(rawURL, scheme, rest)
-		if err != nil {
-			return nil, "", err
-		}
-		return newFileStore(), name, nil
-	case "http", "https":
-		return openHTTP(rawURL, opts)
-	case "s3":
-		return openS3(rest, opts)
-	default:
-		return nil, "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+	sc, u, err := lookup(rawURL)
+	if err != nil {
+		return nil, "", err
 	}
+	return sc.open(u, opts)
 }
 
 // Name returns the name Open would return for rawURL, without creating a
 // store.
 func Name(rawURL string) (string, error) {
-	scheme, rest := splitScheme(rawURL)
-	switch scheme {
-	case "", "file":
-		return filePath(rawURL, scheme, rest)
-	case "http", "https":
-		u, err := url.Parse(rawURL)
-		if err != nil || u.Host == "" {
-			return "", fmt.Errorf("store: open %s: bad URL", redactURL(rawURL))
-		}
-		return httpName(u), nil
-	case "s3":
-		if _, _, err := splitBucket(rest); err != nil {
-			return "", fmt.Errorf("store: open %s: %w", redactURL(rawURL), err)
-		}
-		return rest, nil
+	sc, u, err := lookup(rawURL)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+	return sc.name(u)
 }
 
 // Domain returns the key of the store domain of rawURL: URLs with the same key
 // may share one Store and one IO scheduler. The key contains no secret: the
 // credentials enter it only as a hash.
 func Domain(rawURL string, opts Options) (string, error) {
-	scheme, rest := splitScheme(rawURL)
-	switch scheme {
-	case "", "file":
-		if _, err := filePath(rawURL, scheme, rest); err != nil {
+	sc, u, err := lookup(rawURL)
+	if err != nil {
+		return "", err
+	}
+	return sc.domain(u, opts)
+}
+
+// schemeURL is a URL split at its scheme: raw as given, its lower-case
+// scheme ("" for a plain path) and what follows "scheme://".
+type schemeURL struct{ raw, scheme, rest string }
+
+// scheme is what one URL scheme means: how to open its store, the object's
+// name in that store, and the key of its store domain.
+type scheme struct {
+	open   func(u schemeURL, opts Options) (Store, string, error)
+	name   func(u schemeURL) (string, error)
+	domain func(u schemeURL, opts Options) (string, error)
+}
+
+// schemes is the one table from URL scheme to store. It is never written.
+var schemes = map[string]scheme{
+	"":      fileScheme,
+	"file":  fileScheme,
+	"http":  httpScheme,
+	"https": httpScheme,
+	"s3":    s3Scheme,
+}
+
+// lookup splits rawURL and finds its scheme; an unknown scheme is an error
+// wrapping ErrUnsupported.
+func lookup(rawURL string) (scheme, schemeURL, error) {
+	name, rest := splitScheme(rawURL)
+	u := schemeURL{raw: rawURL, scheme: name, rest: rest}
+	sc, ok := schemes[name]
+	if !ok {
+		return scheme{}, u, fmt.Errorf("store: open %s: %w: scheme %q", RedactURL(rawURL), ErrUnsupported, name)
+	}
+	return sc, u, nil
+}
+
+var fileScheme = scheme{
+	open: func(u schemeURL, _ Options) (Store, string, error) {
+		name, err := filePath(u.raw, u.scheme, u.rest)
+		if err != nil {
+			return nil, "", err
+		}
+		return newFileStore(), name, nil
+	},
+	name: func(u schemeURL) (string, error) { return filePath(u.raw, u.scheme, u.rest) },
+	domain: func(u schemeURL, _ Options) (string, error) {
+		if _, err := filePath(u.raw, u.scheme, u.rest); err != nil {
 			return "", err
 		}
 		return "file", nil
-	case "http", "https":
-		u, err := url.Parse(rawURL)
-		if err != nil || u.Host == "" {
-			return "", fmt.Errorf("store: open %s: bad URL", redactURL(rawURL))
+	},
+}
+
+var httpScheme = scheme{
+	open: func(u schemeURL, opts Options) (Store, string, error) { return openHTTP(u.raw, opts) },
+	name: func(u schemeURL) (string, error) {
+		pu, err := parseHTTP(u.raw)
+		if err != nil {
+			return "", err
 		}
-		return scheme + "://" + u.Host + "#" + secretHash(u.User.String()), nil
-	case "s3":
-		if _, _, err := splitBucket(rest); err != nil {
-			return "", fmt.Errorf("store: open %s: %w", redactURL(rawURL), err)
+		return httpName(pu), nil
+	},
+	domain: func(u schemeURL, _ Options) (string, error) {
+		pu, err := parseHTTP(u.raw)
+		if err != nil {
+			return "", err
 		}
-		style := opts.S3URLStyle
-		return "s3|" + opts.S3Endpoint + "|" + opts.S3Region + "|" + style + "|" +
+		return u.scheme + "://" + pu.Host + "#" + secretHash(pu.User.String()), nil
+	},
+}
+
+var s3Scheme = scheme{
+	open: func(u schemeURL, opts Options) (Store, string, error) { return openS3(u.rest, opts) },
+	name: func(u schemeURL) (string, error) {
+		if _, _, err := splitBucket(u.rest); err != nil {
+			return "", fmt.Errorf("store: open %s: %w", RedactURL(u.raw), err)
+		}
+		return u.rest, nil
+	},
+	domain: func(u schemeURL, opts Options) (string, error) {
+		if _, _, err := splitBucket(u.rest); err != nil {
+			return "", fmt.Errorf("store: open %s: %w", RedactURL(u.raw), err)
+		}
+		return "s3|" + opts.S3Endpoint + "|" + opts.S3Region + "|" + opts.S3URLStyle + "|" +
 			secretHash(opts.S3AccessKeyID+"\x00"+opts.S3SecretAccessKey+"\x00"+opts.S3SessionToken), nil
-	default:
-		return "", fmt.Errorf("store: open %s: %w: scheme %q", redactURL(rawURL), ErrUnsupported, scheme)
+	},
+}
+
+// parseHTTP parses an http(s) URL that must name a host.
+func parseHTTP(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("store: open %s: bad URL", RedactURL(raw))
 	}
+	return u, nil
 }
 
 func secretHash(s string) string {
@@ -314,7 +368,7 @@ func filePath(raw, scheme, rest string) (string, error) {
 		}
 		dec, err := url.PathUnescape("/" + path)
 		if err != nil {
-			return "", fmt.Errorf("store: open %s: %v", raw, err)
+			return "", fmt.Errorf("store: open %s: %w", raw, err)
 		}
 		p = dec
 	}
@@ -323,7 +377,7 @@ func filePath(raw, scheme, rest string) (string, error) {
 	}
 	abs, err := filepath.Abs(filepath.FromSlash(p))
 	if err != nil {
-		return "", fmt.Errorf("store: open %s: %v", raw, err)
+		return "", fmt.Errorf("store: open %s: %w", raw, err)
 	}
 	abs = filepath.ToSlash(abs)
 	if strings.HasSuffix(p, "/") && !strings.HasSuffix(abs, "/") {
@@ -332,23 +386,29 @@ func filePath(raw, scheme, rest string) (string, error) {
 	return abs, nil
 }
 
-// redactURL drops the password and query of a URL, which may carry secrets
-// (basic auth, presigned signatures).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		if i := strings.IndexByte(raw, '?'); i >= 0 {
-			return raw[:i] + "?REDACTED"
-		}
+// RedactURL is raw as messages, stats and traces show it: its query, which
+// may carry a presigned signature, becomes "REDACTED", and a password in it
+// is dropped; the rest is kept as written. Every error, stats row and trace
+// of this module that names a URL names it through RedactURL.
+func RedactURL(raw string) string {
+	if i := strings.IndexByte(raw, '?'); i >= 0 {
+		raw = raw[:i] + "?REDACTED"
+	}
+	scheme := strings.Index(raw, "://")
+	if scheme < 0 {
 		return raw
 	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
+	rest := raw[scheme+3:]
+	host := rest
+	if j := strings.IndexAny(rest, "/?"); j >= 0 {
+		host = rest[:j]
 	}
-	if u.RawQuery != "" {
-		u.RawQuery = "REDACTED"
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		if colon := strings.IndexByte(host[:at], ':'); colon >= 0 {
+			raw = raw[:scheme+3] + host[:colon] + rest[at:]
+		}
 	}
-	return u.String()
+	return raw
 }
 
 // isLocalHost reports whether host (without port) is an IP literal or

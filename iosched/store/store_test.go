@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/iosched/store/storetest"
 	"github.com/remote-segments/remote_segments/test/s3server"
+	"go.uber.org/goleak"
 )
 
 // leakCheck registers the goroutine-leak check first so that it runs after
@@ -218,6 +217,25 @@ func TestRetryAfter(t *testing.T) {
 		}
 		if got := store.RetryAfter(err); got < c.min || got > c.max {
 			t.Fatalf("%s: Retry-After %v, want %v..%v (%v)", c.name, got, c.min, c.max, err)
+		}
+	}
+}
+
+// TestRedactURL: the one redaction of URLs for messages, stats and traces
+// drops a query (presigned signatures) and a password, and keeps the rest
+// as written.
+func TestRedactURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"https://h/a.arrow?X-Amz-Signature=secret", "https://h/a.arrow?REDACTED"},
+		{"https://user:pass@h:8080/d/x.arrow", "https://user@h:8080/d/x.arrow"},
+		{"http://u:p@h/x?sig=1", "http://u@h/x?REDACTED"},
+		{"s3://bucket/key with space.arrow", "s3://bucket/key with space.arrow"},
+		{"/data/a@b:c/x.arrow", "/data/a@b:c/x.arrow"},
+		{"file:///a/b.arrow", "file:///a/b.arrow"},
+		{"s3://b/k/a@b:c.arrow", "s3://b/k/a@b:c.arrow"},
+	} {
+		if got := store.RedactURL(c.in); got != c.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

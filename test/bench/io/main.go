@@ -55,6 +55,8 @@ var (
 	parallel = flag.String("p", "4,16,64", "max_parallel_io values of the first table")
 	tables   = flag.String("tables", "1,2,3,4", "which tables to run")
 	budget   = flag.String("budget", "", "memory_budget of every scan (empty: the adaptive default)")
+	rounds   = flag.Int("rounds", 3, "interleaved rounds of the first table (raw, narrow, wide in each); ratios are medians of the rounds' ratios")
+	mdPath   = flag.String("md", "", "also write the W2 and W3 sections of BENCHMARKS.md (markdown) to this file")
 )
 
 // dataset is a set of objects on S3 with its catalog and expected sums.
@@ -85,6 +87,10 @@ func (r runResult) mibps(d *dataset) float64 {
 type bench struct {
 	srv    *s3server.Server
 	traces int
+	// proc is the run's one Process: every scan shares its store domains,
+	// as a host's scans do.
+	proc *scanner.Process
+	md   markdown // what -md writes
 }
 
 // tracePath is where the next scan writes its Chrome trace when
@@ -113,7 +119,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	b := &bench{srv: srv}
+	b := &bench{srv: srv, proc: scanner.NewProcess(0)}
 
 	mid := b.prepare(root, "mid", datagen.Spec{Segments: 128, ChunksPerSegment: 8, RowsPerChunk: 1600, BatchesPerChunk: 1, Seed: 8})
 	tiny := b.prepare(root, "tiny", datagen.Spec{Segments: 2000, ChunksPerSegment: 1, RowsPerChunk: 100, BatchesPerChunk: 1, Seed: 9})
@@ -136,6 +142,12 @@ func main() {
 		b.table4(large)
 	}
 	fmt.Printf("\nend: %s\n", loadAvg())
+	if *mdPath != "" {
+		if err := b.md.write(*mdPath, mid, tiny); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("wrote %s\n", *mdPath)
+	}
 }
 
 // prepare writes a dataset with the generator and uploads it.
@@ -286,7 +298,7 @@ func (b *bench) scan(d *dataset, pcfg faultproxy.Config, p int, fields []int) ru
 	}
 	ctx := context.Background()
 	cpu0 := cpuTime()
-	cfg := scanner.Config{Rows: rows, Store: b.storeOptions(proxy), MaxParallelIO: p, Trace: b.tracePath()}
+	cfg := scanner.Config{Process: b.proc, Rows: rows, Store: b.storeOptions(proxy), MaxParallelIO: p, Trace: b.tracePath()}
 	if *budget != "" {
 		if cfg.MemoryBudget, err = scanner.ParseBytes(*budget); err != nil {
 			log.Fatal(err)
@@ -346,32 +358,46 @@ func must(what string, r runResult) runResult {
 	return r
 }
 
-// table1: narrow and wide scans against the raw loop at each P.
+// table1: narrow and wide scans against the raw loop at each P, in
+// -rounds interleaved rounds (raw, narrow, wide in each): the ratio of a
+// round compares runs a few seconds apart, so load from elsewhere that
+// changes between rounds cancels.
 func (b *bench) table1(d *dataset) {
-	fmt.Printf("\n1. %d objects × ~%.0f KiB (IPC file and stream), catalog with lengths, proxy %v: scan MiB/s ÷ raw loop MiB/s (%s)\n",
-		len(d.keys), float64(d.bytes)/float64(len(d.keys))/1024, *latency, loadAvg())
-	fmt.Printf("%4s %9s %9s %7s %9s %7s %10s %10s %10s %9s %9s %9s\n", "P", "raw MiB/s", "narrow", "ratio", "wide", "ratio",
+	fmt.Printf("\n1. %d objects × ~%.0f KiB (IPC file and stream), catalog with lengths, proxy %v: scan MiB/s ÷ raw loop MiB/s, %d interleaved rounds (%s)\n",
+		len(d.keys), float64(d.bytes)/float64(len(d.keys))/1024, *latency, *rounds, loadAvg())
+	fmt.Printf("%4s %5s %9s %9s %7s %9s %7s %10s %10s %10s %9s %9s %9s\n", "P", "round", "raw MiB/s", "narrow", "ratio", "wide", "ratio",
 		"req narrow", "req wide", "rt/chunk n", "inflight", "n", "w")
 	cfg := faultproxy.Config{Latency: *latency}
 	for _, f := range strings.Split(*parallel, ",") {
 		var p int
 		fmt.Sscan(f, &p)
-		raw := must("raw", b.raw(d, cfg, p, 8<<20))
-		narrow := must("narrow", b.scan(d, cfg, p, []int{0}))
-		wide := must("wide", b.scan(d, cfg, p, nil))
-		fmt.Printf("%4d %9.1f %9.1f %6.2f× %9.1f %6.2f× %10d %10d %10.2f %9.1f %9.1f %9.1f   cpu s raw %.2f n %.2f w %.2f\n", p, raw.mibps(d),
-			narrow.mibps(d), raw.window.Seconds()/narrow.window.Seconds(),
-			wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(),
-			narrow.requests, wide.requests,
-			float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)),
-			raw.inFlight, narrow.inFlight, wide.inFlight, raw.cpu.Seconds(), narrow.cpu.Seconds(), wide.cpu.Seconds())
-		if os.Getenv("IOBENCH_VERBOSE") != "" {
-			for _, r := range []runResult{narrow, wide} {
-				fmt.Printf("      limit min %d, hedges %d, budget cap %d peak %d waits %d (%v), io_utilization %.2f, wall %v\n",
-					r.stats.LimitMin, r.stats.HedgesIssued, r.stats.Budget.Cap, r.stats.Budget.Peak, r.stats.Budget.Waits,
-					r.stats.Budget.TotalWait, r.stats.IOUtilization, r.stats.Wall)
+		row := w2Row{p: p}
+		for round := range max(1, *rounds) {
+			raw := must("raw", b.raw(d, cfg, p, 8<<20))
+			narrow := must("narrow", b.scan(d, cfg, p, []int{0}))
+			wide := must("wide", b.scan(d, cfg, p, nil))
+			row.raw = append(row.raw, raw)
+			row.narrow = append(row.narrow, narrow)
+			row.wide = append(row.wide, wide)
+			row.load = append(row.load, loadAvg1())
+			fmt.Printf("%4d %5d %9.1f %9.1f %6.2f× %9.1f %6.2f× %10d %10d %10.2f %9.1f %9.1f %9.1f   cpu s raw %.2f n %.2f w %.2f\n", p, round+1, raw.mibps(d),
+				narrow.mibps(d), raw.window.Seconds()/narrow.window.Seconds(),
+				wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(),
+				narrow.requests, wide.requests,
+				float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)),
+				raw.inFlight, narrow.inFlight, wide.inFlight, raw.cpu.Seconds(), narrow.cpu.Seconds(), wide.cpu.Seconds())
+			if os.Getenv("IOBENCH_VERBOSE") != "" {
+				for _, r := range []runResult{narrow, wide} {
+					fmt.Printf("      limit min %d, hedges %d, budget cap %d peak %d waits %d (%v), io_utilization %.2f, wall %v\n",
+						r.stats.LimitMin, r.stats.HedgesIssued, r.stats.Budget.Cap, r.stats.Budget.Peak, r.stats.Budget.Waits,
+						r.stats.Budget.TotalWait, r.stats.IOUtilization, r.stats.Wall)
+				}
 			}
 		}
+		n, nlo, nhi := row.ratios(row.narrow)
+		w, wlo, whi := row.ratios(row.wide)
+		fmt.Printf("%4d  all: narrow %.2f× (%.2f–%.2f), wide %.2f× (%.2f–%.2f): medians of the rounds' ratios (min–max)\n", p, n, nlo, nhi, w, wlo, whi)
+		b.md.w2 = append(b.md.w2, row)
 	}
 	fmt.Println("requests: at the proxy, bind included; rt/chunk n: sequential request waves per chunk of the narrow scan (the first chunk is read at bind);")
 	fmt.Println("inflight: time-averaged requests in flight at the proxy (raw, narrow, wide); cpu s: this process's CPU seconds (proxy + client + decode; versitygw apart)")
@@ -392,10 +418,12 @@ func (b *bench) table2(d *dataset) {
 		if r.err != nil {
 			failures++
 			fmt.Printf("  run %2d: fault-free %v; mix FAILED: %v\n", run+1, clean.window.Round(time.Millisecond), r.err)
+			b.md.w3 = append(b.md.w3, w3Run{clean: clean, mix: r, load: loadAvg1()})
 			continue
 		}
 		ratio := r.window.Seconds() / clean.window.Seconds()
 		ratios = append(ratios, ratio)
+		b.md.w3 = append(b.md.w3, w3Run{clean: clean, mix: r, load: loadAvg1()})
 		fmt.Printf("  run %2d: fault-free %v (%d requests, %.2f per object); mix %v = %.2f×; %d requests, faults %v; retries %d, hedges %d (won %d), throttled %d, limit min %d final %d\n",
 			run+1, clean.window.Round(time.Millisecond), clean.requests, float64(clean.requests)/float64(len(d.keys)),
 			r.window.Round(time.Millisecond), ratio, r.requests, r.proxy.Faults, r.stats.Retries, r.stats.HedgesIssued, r.stats.HedgesWon,
@@ -413,6 +441,7 @@ func (b *bench) table3(d *dataset) {
 	cfg := faultproxy.Config{Latency: *latency, Capacity: 16}
 	told16 := must("told 16", b.scan(d, cfg, 16, nil))
 	asks64 := must("asks 64", b.scan(d, cfg, 64, nil))
+	b.md.overload = &[2]runResult{told16, asks64}
 	fmt.Printf("told 16: %v, %d requests, %d SlowDowns\n", told16.window.Round(time.Millisecond), told16.requests, told16.proxy.OverCapacity)
 	fmt.Printf("asks 64: %v = %.2f× told 16; %d requests, %d SlowDowns (%.1f %%); limit min %d final %d\n",
 		asks64.window.Round(time.Millisecond), asks64.window.Seconds()/told16.window.Seconds(), asks64.requests,
@@ -427,6 +456,7 @@ func (b *bench) table4(d *dataset) {
 	raw := must("raw", b.raw(d, cfg, 16, 8<<20))
 	wide := must("wide", b.scan(d, cfg, 16, nil))
 	narrow := must("narrow", b.scan(d, cfg, 16, []int{0}))
+	b.md.large = &largeResult{d: d, raw: raw, wide: wide, narrow: narrow}
 	fmt.Printf("raw loop of 8 MiB parts: %.1f MiB/s, %d requests\n", raw.mibps(d), raw.requests)
 	fmt.Printf("wide scan:   %.1f MiB/s = %.2f× raw; %d requests\n", wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(), wide.requests)
 	fmt.Printf("narrow scan: %v (%.2f× the raw loop's time); %d requests, %d chunks projected, %.1f MiB not fetched, %.2f round trips per chunk\n",

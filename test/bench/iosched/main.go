@@ -153,7 +153,7 @@ func main() {
 	fmt.Printf("median of %d interleaved runs per design\n", c.rounds)
 	fmt.Printf("%4s %10s %10s %10s %6s %6s %7s %7s %7s %6s\n",
 		"P", "a raw MB/s", "b sched", "c nested", "b/a", "b/c", "util a", "util b", "util c", "hedges")
-	var drawn [][2]run
+	var drawn [][3]run
 	for _, p := range c.ps {
 		var as, bs, ns []run
 		for range c.rounds { // interleaved, so that load from elsewhere hits all three
@@ -164,7 +164,7 @@ func main() {
 		a, b, n := median(as), median(bs), median(ns)
 		fmt.Printf("%4d %10.1f %10.1f %10.1f %6.2f %6.2f %7.2f %7.2f %7.2f %6d\n",
 			p, a.mbps(), b.mbps(), n.mbps(), b.mbps()/a.mbps(), b.mbps()/n.mbps(), a.avgUtil, b.avgUtil, n.avgUtil, b.hedges)
-		drawn = append(drawn, [2]run{b, n})
+		drawn = append(drawn, [3]run{b, n, a})
 	}
 	fmt.Println("\nutil = time-averaged in-flight requests at the proxy / P, from the first request to the last one issued.")
 	if c.out != "" {
@@ -383,24 +383,24 @@ func splitP(p, segments, perSeg int) (k1, k2 int) {
 	return k1, k2
 }
 
-// svg draws in-flight over time of the scheduler and the nested design, one
-// panel per P, hand-written: each line is the time-weighted average in flight
+// svg draws in-flight over time of the scheduler, the nested design and
+// the raw loop (the ceiling), one panel per P, hand-written: each line is the time-weighted average in flight
 // per 1/400 of the panel's time span.
-func svg(c config, runs [][2]run) string {
+func svg(c config, runs [][3]run) string {
 	const W, left, top, panelH, gap = 900, 60, 40, 170, 50
 	height := top + len(runs)*(panelH+gap) + 20
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15">Requests in flight at the proxy: iosched (blue) vs nested buffered(k1)×buffered(k2) (orange); %d × %d KiB, latency %v</text>`+"\n",
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15">Requests in flight at the proxy: iosched (blue), nested buffered(k1)×buffered(k2) (orange), raw GET loop (grey); %d × %d KiB, latency %v</text>`+"\n",
 		left, c.objects, c.size>>10, c.latency)
 	plotW := float64(W - left - 30)
 	for pi, pair := range runs {
 		y0 := float64(top + pi*(panelH+gap))
 		p := pair[0].p
-		tmax := max(pair[0].dur, pair[1].dur).Seconds()
+		tmax := max(pair[0].dur, pair[1].dur, pair[2].dur).Seconds()
 		ymax := float64(p + max(2, p/8))
-		fmt.Fprintf(&b, `<text x="%d" y="%.0f">P = %d: scheduler %.2f s, nested %.2f s</text>`+"\n", left, y0-6, p, pair[0].dur.Seconds(), pair[1].dur.Seconds())
+		fmt.Fprintf(&b, `<text x="%d" y="%.0f">P = %d: scheduler %.2f s, nested %.2f s, raw loop %.2f s</text>`+"\n", left, y0-6, p, pair[0].dur.Seconds(), pair[1].dur.Seconds(), pair[2].dur.Seconds())
 		fmt.Fprintf(&b, `<rect x="%d" y="%.0f" width="%.0f" height="%d" fill="none" stroke="#999"/>`+"\n", left, y0, plotW, panelH)
 		yOf := func(v float64) float64 { return y0 + panelH - v/ymax*panelH }
 		// The P line and axis labels.
@@ -412,7 +412,7 @@ func svg(c config, runs [][2]run) string {
 			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%.2fs</text>`+"\n", x, y0+panelH+14, tmax*float64(k)/4)
 		}
 		for ri, r := range pair {
-			color := []string{"#1f5fbf", "#e07b00"}[ri]
+			color := []string{"#1f5fbf", "#e07b00", "#888888"}[ri]
 			// One point per 2 px: the time-weighted average in flight over
 			// that slice of time (a step per event would be unreadable).
 			var pts strings.Builder

@@ -50,6 +50,7 @@ var (
 	reps   = flag.Int("reps", 3, "repetitions of each timed query (the best counts)")
 	only   = flag.String("sections", "memory,io,speed,sweep,small,concurrent", "sections to run, comma-separated")
 	svg    = flag.String("svg", "test/bench/scan_budget_sweep.svg", "where the budget sweep's SVG goes (empty: none)")
+	mdPath = flag.String("md", "", "also write the budget sweep as the W4 section of BENCHMARKS.md (markdown) to this file")
 )
 
 func main() {

@@ -84,7 +84,7 @@ func budgetSweep(ext, dir string, size int64, svgPath string) {
 	results := map[string][]sweepPoint{}
 	for _, so := range sources {
 		fmt.Printf("-- %s (%.2f GiB)\n", so.name, gib)
-		fmt.Printf("%-8s %9s %10s %10s %12s %8s %9s %12s %15s %9s\n", "budget", "cap", "MiB/s", "peak RSS", "RSS-budget", "faults", "CPU s/GiB", "slow RSS", "slow RSS-budget", "load")
+		fmt.Printf("%-8s %9s %10s %10s %12s %8s %9s %12s %15s %9s\n", "budget", "cap", "MiB/s", "peak RSS", "RSS-cap", "faults", "CPU s/GiB", "slow RSS", "slow RSS-cap", "load")
 		for _, b := range budgets {
 			param := ""
 			if b.n > 0 {
@@ -102,10 +102,7 @@ func budgetSweep(ext, dir string, size int64, svgPath string) {
 			slow := measure(ext, fmt.Sprintf("SET threads = 1; SELECT sum(hash(s || CAST(x AS VARCHAR))) FROM remote_segments('%s'%s%s); %s", so.src, so.params, param, stats))
 			p := sweepPoint{label: b.label, budget: b.n, fast: fast, slow: slow, capUsed: lastInt(fast.out)}
 			results[so.name] = append(results[so.name], p)
-			budget := b.n
-			if budget == 0 {
-				budget = p.capUsed // the default: the cap it chose
-			}
+			budget := p.capUsed // what the scan held at most: the knee may be below the budget asked for
 			fmt.Printf("%-8s %9s %10.0f %10s %12s %8d %9.2f %12s %15s %9s\n", b.label, mib(p.capUsed),
 				float64(size)/(1<<20)/fast.wall.Seconds(), mib(fast.rss), mib(fast.rss-budget), fast.minflt,
 				fast.cpu.Seconds()/gib, mib(slow.rss), mib(slow.rss-budget), fast.loadAvg1m+"/"+slow.loadAvg1m)
@@ -121,6 +118,12 @@ func budgetSweep(ext, dir string, size int64, svgPath string) {
 		def := pts[len(pts)-1]
 		fmt.Printf("   1GiB / 64MiB throughput = %.2f (goal >= 0.95); default / best (%s) = %.2f at RSS %s vs %s (goal >= 0.95 at no more RSS)\n",
 			base.fast.wall.Seconds()/top.fast.wall.Seconds(), best.label, best.fast.wall.Seconds()/def.fast.wall.Seconds(), mib(def.fast.rss), mib(best.fast.rss))
+	}
+	if *mdPath != "" {
+		if err := os.WriteFile(*mdPath, []byte(sweepMarkdown(results, size, svgPath)), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("   wrote %s\n", *mdPath)
 	}
 	if svgPath != "" {
 		if err := os.WriteFile(svgPath, []byte(sweepSVG(results, size)), 0o644); err != nil {
@@ -222,4 +225,61 @@ func sweepSVG(results map[string][]sweepPoint, size int64) string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// sweepMarkdown is the W4 section of BENCHMARKS.md: goal lines, then a line
+// "<!-- sections -->", then the section (see test/bench/peers).
+func sweepMarkdown(results map[string][]sweepPoint, size int64, svgPath string) string {
+	var goals, body strings.Builder
+	g := func(f string, a ...any) { fmt.Fprintf(&goals, f, a...) }
+	w := func(f string, a ...any) { fmt.Fprintf(&body, f, a...) }
+	gib := float64(size) / (1 << 30)
+	rate := func(p sweepPoint) float64 { return float64(size) / (1 << 20) / p.fast.wall.Seconds() }
+	w("## W4: the budget sweep, %.2f GiB, local files and versitygw\n\n", gib)
+	w("The same dataset (%.2f GiB of Arrow IPC files, columns x, i, d, s) read with `SELECT sum(x), sum(i), sum(d), sum(length(s))` at each `memory_budget`, each query in a fresh DuckDB CLI (`.tools/bin/duckdb`) with the extension: MiB/s of the fastest of %d runs with that run's peak RSS, page faults and CPU seconds per GiB (from its rusage); *slow* is one DuckDB thread computing a costly expression (`SET threads = 1; sum(hash(s || x))`), where the pipeline runs ahead of the consumer and the budget is what bounds memory. `default` is the adaptive budget (the cap it chose is shown). Measured %s (`go run ./test/bench/scan -sections sweep -md …`).\n\n",
+		gib, *reps, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	for _, name := range []string{"local", "s3"} {
+		pts := results[name]
+		if len(pts) < 5 {
+			continue
+		}
+		w("| %s: memory_budget | cap | MiB/s | peak RSS | page faults / GiB | CPU s / GiB | slow: peak RSS | slow: RSS − cap | load avg |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n", name)
+		for _, p := range pts {
+			b := p.capUsed // the knee may have set it below the budget asked for
+			w("| %s | %s | %.0f | %s | %.0fk | %.2f | %s | %s | %s / %s |\n", p.label, mib(p.capUsed), rate(p), mib(p.fast.rss),
+				float64(p.fast.minflt)/gib/1000, p.fast.cpu.Seconds()/gib, mib(p.slow.rss), mib(p.slow.rss-b), p.fast.loadAvg1m, p.slow.loadAvg1m)
+		}
+		base, top, def := pts[0], pts[3], pts[len(pts)-1]
+		best := pts[0]
+		for _, p := range pts {
+			if p.fast.wall < best.fast.wall {
+				best = p
+			}
+		}
+		oneG := rate(top) / rate(base)
+		defBest := rate(def) / rate(best)
+		var worst int64
+		for _, p := range pts {
+			worst = max(worst, p.slow.rss-p.capUsed)
+		}
+		verdict := func(ok bool) string {
+			if ok {
+				return "met"
+			}
+			return "not met"
+		}
+		w("\n%s: 1 GiB ÷ 64 MiB throughput %.2f (goal ≥ 0.95: %s); default ÷ best (%s) %.2f at %s against %s peak RSS (goal ≥ 0.95 at no more RSS: %s); slow consumer RSS − cap at most %s (goal ≤ 200 MiB: %s).\n\n",
+			name, oneG, verdict(oneG >= 0.95), best.label, defBest, mib(def.fast.rss), mib(best.fast.rss), verdict(defBest >= 0.95 && def.fast.rss <= best.fast.rss),
+			mib(worst), verdict(worst <= 200<<20))
+		g("- **W4** (%s, %.2f GiB): 1 GiB budget ÷ 64 MiB throughput **%.2f** (goal ≥ 0.95: %s); the default budget %.2f× the best budget's throughput at %s peak RSS; slow consumer RSS − cap ≤ %s (goal ≤ 200 MiB: %s).\n",
+			name, gib, oneG, verdict(oneG >= 0.95), defBest, mib(def.fast.rss), mib(worst), verdict(worst <= 200<<20))
+	}
+	if svgPath != "" {
+		link := "@/" + svgPath // relative to the repository's root (test/bench/peers)
+		if filepath.IsAbs(svgPath) {
+			link = svgPath
+		}
+		w("![throughput and peak RSS against the budget](%s)\n\n", link)
+	}
+	return goals.String() + "<!-- sections -->\n" + body.String()
 }

@@ -1,4 +1,4 @@
-package scanner
+package arrowipc
 
 import (
 	"encoding/binary"
@@ -11,14 +11,14 @@ import (
 // validateRecord checks that every buffer of every column of rec is as large
 // as its length, offsets and indices say, so code that reads the buffers
 // without bounds checks (the C copy kernels) stays inside them. A chunk that
-// fails is corrupt: the error wraps ErrBadChunk and names the column.
+// fails is corrupt: the error wraps ErrMalformed and names the column.
 func validateRecord(rec arrow.RecordBatch) error {
 	for i, col := range rec.Columns() {
 		if int64(col.Len()) != rec.NumRows() {
-			return fmt.Errorf("%w: column %q has %d rows, the batch %d", ErrBadChunk, rec.ColumnName(i), col.Len(), rec.NumRows())
+			return fmt.Errorf("%w: column %q has %d rows, the batch %d", ErrMalformed, rec.ColumnName(i), col.Len(), rec.NumRows())
 		}
 		if err := validateData(col.Data()); err != nil {
-			return fmt.Errorf("%w: column %q: %v", ErrBadChunk, rec.ColumnName(i), err)
+			return fmt.Errorf("%w: column %q: %v", ErrMalformed, rec.ColumnName(i), err)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package scanner
+package arrowipc
 
 import (
 	"testing"
@@ -30,5 +30,35 @@ func TestValidateZeroLengthWithoutOffsets(t *testing.T) {
 	defer d.Release()
 	if err := validateData(d); err == nil {
 		t.Errorf("a string array of one row without offsets passed validation")
+	}
+}
+
+// TestStringOffsetsChecked: string offsets that are negative, decreasing or
+// past the data fail validation (the copy into DuckDB trusts them).
+func TestStringOffsetsChecked(t *testing.T) {
+	data := memory.NewBufferBytes([]byte("abcdefgh"))
+	offs := func(v ...int32) *memory.Buffer {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(x), byte(x>>8), byte(x>>16), byte(x>>24)
+		}
+		return memory.NewBufferBytes(b)
+	}
+	for _, tc := range []struct {
+		name string
+		off  *memory.Buffer
+		ok   bool
+	}{
+		{"good", offs(0, 2, 2, 8), true},
+		{"decreasing", offs(0, 5, 3, 8), false},
+		{"negative", offs(-1, 2, 3, 8), false},
+		{"past the data", offs(0, 2, 3, 9), false},
+	} {
+		d := array.NewData(arrow.BinaryTypes.String, 3, []*memory.Buffer{nil, tc.off, data}, nil, 0, 0)
+		err := validateData(d)
+		d.Release()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: err = %v", tc.name, err)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package scanner
+package arrowipc
 
 import (
 	"bytes"
@@ -14,13 +14,13 @@ import (
 // must be an error, not an out-of-memory crash of the host.
 func checkIPCFraming(data []byte) error {
 	var err error
-	if bytes.HasPrefix(data, ipcFileMagic) {
+	if bytes.HasPrefix(data, fileMagic) {
 		err = checkIPCFile(data)
 	} else {
 		_, err = checkIPCStream(data)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: Arrow IPC framing: %v", ErrBadChunk, err)
+		return fmt.Errorf("%w: Arrow IPC framing: %v", ErrMalformed, err)
 	}
 	return nil
 }
@@ -202,14 +202,14 @@ func checkBatchBody(rb *ipcBatch, body []byte) error {
 // checkIPCFile checks the footer, the schema and every block of a file.
 func checkIPCFile(data []byte) error {
 	size := int64(len(data))
-	if size < ipcTrailerLen+8 {
+	if size < TrailerLen+8 {
 		return fmt.Errorf("%d bytes is too small for an IPC file", size)
 	}
-	footerLen, err := parseTrailer(data[size-ipcTrailerLen:], size)
+	footerLen, err := parseTrailer(data[size-TrailerLen:], size)
 	if err != nil {
 		return err
 	}
-	b := fb(data[size-ipcTrailerLen-footerLen : size-ipcTrailerLen])
+	b := fb(data[size-TrailerLen-footerLen : size-TrailerLen])
 	root, err := b.root()
 	if err != nil {
 		return err

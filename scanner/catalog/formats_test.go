@@ -1,4 +1,4 @@
-package scanner
+package catalog
 
 import (
 	"bytes"
@@ -15,14 +15,14 @@ import (
 func TestParseCatalog(t *testing.T) {
 	tests := []struct {
 		name    string
-		format  CatalogFormat
+		format  Format
 		base    string
 		data    string
 		want    []Chunk
 		wantErr string
 	}{
 		{
-			name: "csv relative and absolute", format: CatalogCSV, base: "/data/ds/catalog.csv",
+			name: "csv relative and absolute", format: CSV, base: "/data/ds/catalog.csv",
 			data: "url,segment_id,chunk_id,offset,length,num_rows\nseg1/a.arrow,s1,c0,0,100,10\n/abs/b.arrow,,,,,\nhttps://h/x/c.arrow,7,,8,9,\n",
 			want: []Chunk{
 				{URL: "/data/ds/seg1/a.arrow", SegmentID: "s1", ChunkID: "c0", Offset: 0, Length: 100, Size: -1, NumRows: 10, DecodedBytes: -1, Row: 0},
@@ -31,7 +31,7 @@ func TestParseCatalog(t *testing.T) {
 			},
 		},
 		{
-			name: "json array against an s3 catalog", format: CatalogJSON, base: "s3://bkt/ds/catalog.json",
+			name: "json array against an s3 catalog", format: JSON, base: "s3://bkt/ds/catalog.json",
 			data: `[{"url": "segment=3/a.arrow", "num_rows": 5, "decoded_bytes": 1000}, {"url": "../b.arrow", "segment_id": 12, "chunk_id": 4}]`,
 			want: []Chunk{
 				{URL: "s3://bkt/ds/segment=3/a.arrow", SegmentID: "3", ChunkID: "a", Length: -1, Size: -1, NumRows: 5, DecodedBytes: 1000, Row: 0},
@@ -39,36 +39,36 @@ func TestParseCatalog(t *testing.T) {
 			},
 		},
 		{
-			name: "json lines", format: CatalogJSON, base: "/c.jsonl",
+			name: "json lines", format: JSON, base: "/c.jsonl",
 			data: "{\"url\": \"/x/a.arrow\"}\n{\"url\": \"/x/b.arrow\", \"length\": 3}\n",
 			want: []Chunk{
 				{URL: "/x/a.arrow", SegmentID: "x", ChunkID: "a", Length: -1, Size: -1, NumRows: -1, DecodedBytes: -1, Row: 0},
 				{URL: "/x/b.arrow", SegmentID: "x", ChunkID: "b", Length: 3, Size: -1, NumRows: -1, DecodedBytes: -1, Row: 1},
 			},
 		},
-		{name: "empty url", format: CatalogCSV, base: "/c.csv", data: "url\n/a.arrow\n \n", wantErr: `catalog /c.csv row 1: bad catalog: "url" is empty`},
-		{name: "no url column", format: CatalogCSV, base: "/c.csv", data: "path\n/a.arrow\n", wantErr: `row 0: bad catalog: no "url"`},
-		{name: "negative offset", format: CatalogJSON, base: "/c.json", data: `[{"url":"/a","offset":-1}]`, wantErr: `row 0: bad catalog: "offset" is -1, negative`},
-		{name: "not an integer", format: CatalogCSV, base: "/c.csv", data: "url,length\n/a,ten\n", wantErr: `row 0: bad catalog: "length" is "ten", not an integer`},
-		{name: "zero length", format: CatalogCSV, base: "/c.csv", data: "url,length\n/a,0\n", wantErr: `"length" is 0`},
-		{name: "fractional", format: CatalogJSON, base: "/c.json", data: `[{"url":"/a","num_rows":1.5}]`, wantErr: `"num_rows" is 1.5, not an integer`},
-		{name: "bad json", format: CatalogJSON, base: "/c.json", data: `[{"url":`, wantErr: "catalog /c.json: bad catalog: JSON"},
-		{name: "json not objects", format: CatalogJSON, base: "/c.json", data: `{"url":"/a"} 7`, wantErr: "row 1: bad catalog: JSON"},
-		{name: "ragged csv", format: CatalogCSV, base: "/c.csv", data: "url\n\"/a\n", wantErr: "row 0: bad catalog: CSV"},
-		{name: "no rows", format: CatalogCSV, base: "/c.csv", data: "url\n", wantErr: "catalog /c.csv: no chunks: the catalog has no rows"},
-		{name: "relative without base", format: CatalogJSON, base: "", data: `[{"url":"a.arrow"}]`, wantErr: "is relative"},
-		{name: "not parquet", format: CatalogParquet, base: "/c.parquet", data: "PAR1 nope", wantErr: "catalog /c.parquet: bad catalog: Parquet"},
+		{name: "empty url", format: CSV, base: "/c.csv", data: "url\n/a.arrow\n \n", wantErr: `catalog /c.csv row 1: bad catalog: "url" is empty`},
+		{name: "no url column", format: CSV, base: "/c.csv", data: "path\n/a.arrow\n", wantErr: `row 0: bad catalog: no "url"`},
+		{name: "negative offset", format: JSON, base: "/c.json", data: `[{"url":"/a","offset":-1}]`, wantErr: `row 0: bad catalog: "offset" is -1, negative`},
+		{name: "not an integer", format: CSV, base: "/c.csv", data: "url,length\n/a,ten\n", wantErr: `row 0: bad catalog: "length" is "ten", not an integer`},
+		{name: "zero length", format: CSV, base: "/c.csv", data: "url,length\n/a,0\n", wantErr: `"length" is 0`},
+		{name: "fractional", format: JSON, base: "/c.json", data: `[{"url":"/a","num_rows":1.5}]`, wantErr: `"num_rows" is 1.5, not an integer`},
+		{name: "bad json", format: JSON, base: "/c.json", data: `[{"url":`, wantErr: "catalog /c.json: bad catalog: JSON"},
+		{name: "json not objects", format: JSON, base: "/c.json", data: `{"url":"/a"} 7`, wantErr: "row 1: bad catalog: JSON"},
+		{name: "ragged csv", format: CSV, base: "/c.csv", data: "url\n\"/a\n", wantErr: "row 0: bad catalog: CSV"},
+		{name: "no rows", format: CSV, base: "/c.csv", data: "url\n", wantErr: "catalog /c.csv: no chunks: the catalog has no rows"},
+		{name: "relative without base", format: JSON, base: "", data: `[{"url":"a.arrow"}]`, wantErr: "is relative"},
+		{name: "not parquet", format: Parquet, base: "/c.parquet", data: "PAR1 nope", wantErr: "catalog /c.parquet: bad catalog: Parquet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseCatalog([]byte(tt.data), tt.format, tt.base)
+			got, err := Parse([]byte(tt.data), tt.format, tt.base)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
 				}
-				var ce *CatalogError
+				var ce *Error
 				if !errors.As(err, &ce) {
-					t.Fatalf("err %T is not a *CatalogError", err)
+					t.Fatalf("err %T is not a *Error", err)
 				}
 				return
 			}
@@ -119,7 +119,7 @@ func parquetCatalog(t testing.TB) []byte {
 }
 
 func TestParseCatalogParquet(t *testing.T) {
-	got, err := ParseCatalog(parquetCatalog(t), CatalogParquet, "file:///ds/cat.parquet")
+	got, err := Parse(parquetCatalog(t), Parquet, "file:///ds/cat.parquet")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,18 +134,18 @@ func TestParseCatalogParquet(t *testing.T) {
 	}
 }
 
-// FuzzParseCatalog: any input is chunks or a *CatalogError, never a panic.
+// FuzzParseCatalog: any input is chunks or a *Error, never a panic.
 func FuzzParseCatalog(f *testing.F) {
-	f.Add([]byte("url,segment_id,offset,length\na.arrow,1,0,10\n"), uint8(CatalogCSV))
-	f.Add([]byte(`[{"url":"a.arrow","num_rows":3,"chunk_id":7}]`), uint8(CatalogJSON))
-	f.Add([]byte("{\"url\":\"s3://b/a\"}\n{\"url\":\"b\"}\n"), uint8(CatalogJSON))
-	f.Add(parquetCatalog(f), uint8(CatalogParquet))
+	f.Add([]byte("url,segment_id,offset,length\na.arrow,1,0,10\n"), uint8(CSV))
+	f.Add([]byte(`[{"url":"a.arrow","num_rows":3,"chunk_id":7}]`), uint8(JSON))
+	f.Add([]byte("{\"url\":\"s3://b/a\"}\n{\"url\":\"b\"}\n"), uint8(JSON))
+	f.Add(parquetCatalog(f), uint8(Parquet))
 	f.Fuzz(func(t *testing.T, data []byte, format uint8) {
-		chunks, err := ParseCatalog(data, CatalogFormat(format%3+1), "/base/catalog")
+		chunks, err := Parse(data, Format(format%3+1), "/base/catalog")
 		if err != nil {
-			var ce *CatalogError
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err %T (%v) is not a *CatalogError", err, err)
+				t.Fatalf("err %T (%v) is not a *Error", err, err)
 			}
 			return
 		}

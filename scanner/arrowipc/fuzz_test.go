@@ -1,4 +1,4 @@
-package scanner
+package arrowipc
 
 import (
 	"os"
@@ -44,7 +44,7 @@ func FuzzReadIPCColumns(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, col uint8) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		var served int64
-		fetch := func(rs []ipcRange) ([][]byte, error) {
+		fetch := func(rs []Range) ([][]byte, error) {
 			for _, r := range rs {
 				if r.Offset < 0 || r.Length < 0 || r.Offset+r.Length > int64(len(data)) {
 					t.Fatalf("fetch of %d+%d outside %d bytes", r.Offset, r.Length, len(data))
@@ -54,13 +54,13 @@ func FuzzReadIPCColumns(f *testing.F) {
 		}
 		// Without a plan, and with one learned from the bytes themselves
 		// (the learner must take garbage too).
-		for _, plan := range []ipcReadPlan{{}, learnReadPlan(data)} {
-			schema, batches, _, _, err := readIPCColumnsPlan(int64(len(data)), plan, []int{int(col) % 8}, fetch, mem)
+		for _, plan := range []ReadPlan{{}, LearnReadPlan(data)} {
+			schema, batches, _, _, err := ReadColumns(int64(len(data)), plan, []int{int(col) % 8}, fetch, mem)
 			if err == nil {
 				if int(col)%8 >= len(schema.Fields()) {
 					t.Fatalf("column %d of %d fields read without error", col%8, len(schema.Fields()))
 				}
-				releaseAll(batches)
+				ReleaseAll(batches)
 			}
 			mem.AssertSize(t, 0)
 		}

@@ -1,4 +1,4 @@
-package scanner
+package arrowipc
 
 import (
 	"os"
@@ -31,7 +31,7 @@ func TestReadIPCColumns(t *testing.T) {
 			t.Fatal(err)
 		}
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		schema, want, err := decodeIPC(data, mem)
+		schema, want, err := Decode(data, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,8 +39,8 @@ func TestReadIPCColumns(t *testing.T) {
 			if _, ok := f.Type.(*arrow.DictionaryType); ok {
 				// Dictionary files take the whole-chunk path.
 				var served int64
-				if _, _, _, err := readIPCColumns(int64(len(data)), []int{0}, fetchFrom(data, &served), mem); err != errDictionaries {
-					t.Fatalf("%s: err = %v, want errDictionaries", path, err)
+				if _, _, _, err := readIPCColumns(int64(len(data)), []int{0}, fetchFrom(data, &served), mem); err != ErrDictionaries {
+					t.Fatalf("%s: err = %v, want ErrDictionaries", path, err)
 				}
 				break
 			}
@@ -90,7 +90,7 @@ func writeWithoutDictionaries(t testing.TB, src, dst string, maxRows int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema, batches, err := decodeIPC(data, memory.DefaultAllocator)
+	schema, batches, err := Decode(data, memory.DefaultAllocator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +165,8 @@ func TestReadIPCColumnsPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := learnReadPlan(first)
-	if plan.tail <= ipcTrailerLen || len(plan.spans) != 5 {
+	plan := LearnReadPlan(first)
+	if plan.Tail <= TrailerLen || len(plan.spans) != 5 {
 		t.Fatalf("learned plan %+v", plan)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "chunks/segment=s0/chunk-2.arrow")) // 1,034 more rows
@@ -174,29 +174,29 @@ func TestReadIPCColumnsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	_, want, err := decodeIPC(data, mem)
+	_, want, err := Decode(data, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrong := ipcReadPlan{tail: 16, spans: []colSpan{{0.99, 1}, {0.99, 1}, {0.99, 1}, {0.99, 1}, {0.99, 1}}}
+	wrong := ReadPlan{Tail: 16, spans: []colSpan{{0.99, 1}, {0.99, 1}, {0.99, 1}, {0.99, 1}, {0.99, 1}}}
 	for _, c := range []struct {
 		name   string
-		plan   ipcReadPlan
+		plan   ReadPlan
 		cols   []int
 		rounds int
 	}{
 		{"learned, x", plan, []int{0}, 2},
 		{"learned, s and d", plan, []int{4, 2}, 2},
-		{"none, x", ipcReadPlan{}, []int{0}, 3},
+		{"none, x", ReadPlan{}, []int{0}, 3},
 		{"wrong, x", wrong, []int{0}, 4}, // a short tail: the footer takes a round of its own
 	} {
 		var served int64
 		rounds := 0
-		fetch := func(rs []ipcRange) ([][]byte, error) {
+		fetch := func(rs []Range) ([][]byte, error) {
 			rounds++
 			return fetchFrom(data, &served)(rs)
 		}
-		_, got, wire, footerLen, err := readIPCColumnsPlan(int64(len(data)), c.plan, c.cols, fetch, mem)
+		_, got, wire, footerLen, err := ReadColumns(int64(len(data)), c.plan, c.cols, fetch, mem)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

@@ -1,4 +1,4 @@
-package scanner
+package catalog
 
 import (
 	"bytes"
@@ -22,25 +22,25 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// ErrBadCatalog is wrapped by every error about a catalog's content.
-var ErrBadCatalog = errors.New("bad catalog")
+// ErrMalformed is wrapped by every error about a catalog's content.
+var ErrMalformed = errors.New("bad catalog")
 
-// CatalogError names the catalog and the row an error is about (Row -1: the
+// Error names the catalog and the row an error is about (Row -1: the
 // catalog as a whole).
-type CatalogError struct {
+type Error struct {
 	Catalog string
 	Row     int
 	Err     error
 }
 
-func (e *CatalogError) Error() string {
+func (e *Error) Error() string {
 	if e.Row < 0 {
 		return fmt.Sprintf("remote_segments: catalog %s: %v", e.Catalog, e.Err)
 	}
 	return fmt.Sprintf("remote_segments: catalog %s row %d: %v", e.Catalog, e.Row, e.Err)
 }
 
-func (e *CatalogError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // The catalog's columns. url is required, the others optional.
 const (
@@ -53,25 +53,25 @@ const (
 	colDecodedBytes = "decoded_bytes"
 )
 
-// CatalogFormat is the encoding of a catalog file.
-type CatalogFormat int
+// Format is the encoding of a catalog file.
+type Format int
 
 const (
-	CatalogParquet CatalogFormat = iota + 1
-	CatalogCSV
-	CatalogJSON
+	Parquet Format = iota + 1
+	CSV
+	JSON
 )
 
-// catalogFormatOf tells a catalog by its name, or returns 0 for a name that
+// formatOf tells a catalog by its name, or returns 0 for a name that
 // is not a catalog (a chunk, glob or prefix).
-func catalogFormatOf(name string) CatalogFormat {
+func formatOf(name string) Format {
 	switch strings.ToLower(path.Ext(strings.TrimRight(name, "/"))) {
 	case ".parquet":
-		return CatalogParquet
+		return Parquet
 	case ".csv":
-		return CatalogCSV
+		return CSV
 	case ".json", ".jsonl", ".ndjson":
-		return CatalogJSON
+		return JSON
 	}
 	return 0
 }
@@ -80,44 +80,44 @@ func catalogFormatOf(name string) CatalogFormat {
 // (string, integer or float types, or nil).
 type Row map[string]any
 
-// ParseCatalog decodes a catalog file and resolves its rows against base
-// (the catalog's own URL or path). Every error is a *CatalogError.
-func ParseCatalog(data []byte, format CatalogFormat, base string) ([]Chunk, error) {
+// Parse decodes a catalog file and resolves its rows against base
+// (the catalog's own URL or path). Every error is a *Error.
+func Parse(data []byte, format Format, base string) ([]Chunk, error) {
 	var rows []Row
 	var err error
 	switch format {
-	case CatalogParquet:
+	case Parquet:
 		rows, err = parquetRows(data)
-	case CatalogCSV:
+	case CSV:
 		rows, err = csvRows(data)
-	case CatalogJSON:
+	case JSON:
 		rows, err = jsonRows(data)
 	default:
 		err = fmt.Errorf("unknown catalog format %d", format)
 	}
 	if err != nil {
-		var ce *CatalogError
+		var ce *Error
 		if errors.As(err, &ce) {
 			ce.Catalog = base
 			return nil, ce
 		}
-		return nil, &CatalogError{Catalog: base, Row: -1, Err: fmt.Errorf("%w: %v", ErrBadCatalog, err)}
+		return nil, &Error{Catalog: base, Row: -1, Err: fmt.Errorf("%w: %v", ErrMalformed, err)}
 	}
-	return ChunksFromRows(rows, base, base)
+	return FromRows(rows, base, base)
 }
 
-// ChunksFromRows turns catalog rows into chunks; relative URLs resolve
+// FromRows turns catalog rows into chunks; relative URLs resolve
 // against base ("" means they must be absolute). name names the catalog in
 // errors.
-func ChunksFromRows(rows []Row, base, name string) ([]Chunk, error) {
+func FromRows(rows []Row, base, name string) ([]Chunk, error) {
 	if len(rows) == 0 {
-		return nil, &CatalogError{Catalog: name, Row: -1, Err: fmt.Errorf("%w: the catalog has no rows", ErrNoChunks)}
+		return nil, &Error{Catalog: name, Row: -1, Err: fmt.Errorf("%w: the catalog has no rows", ErrNoChunks)}
 	}
 	out := make([]Chunk, len(rows))
 	for i, r := range rows {
 		c, err := chunkFromRow(r, base)
 		if err != nil {
-			return nil, &CatalogError{Catalog: name, Row: i, Err: fmt.Errorf("%w: %v", ErrBadCatalog, err)}
+			return nil, &Error{Catalog: name, Row: i, Err: fmt.Errorf("%w: %v", ErrMalformed, err)}
 		}
 		c.Row = i
 		out[i] = c
@@ -267,7 +267,7 @@ func csvRows(data []byte) ([]Row, error) {
 			return rows, nil
 		}
 		if err != nil {
-			return nil, &CatalogError{Row: len(rows), Err: fmt.Errorf("%w: CSV: %v", ErrBadCatalog, err)}
+			return nil, &Error{Row: len(rows), Err: fmt.Errorf("%w: CSV: %v", ErrMalformed, err)}
 		}
 		row := Row{}
 		for i, v := range rec {
@@ -298,7 +298,7 @@ func jsonRows(data []byte) ([]Row, error) {
 		for dec.More() {
 			var m map[string]any
 			if err := dec.Decode(&m); err != nil {
-				return nil, &CatalogError{Row: len(raw), Err: fmt.Errorf("%w: JSON: %v", ErrBadCatalog, err)}
+				return nil, &Error{Row: len(raw), Err: fmt.Errorf("%w: JSON: %v", ErrMalformed, err)}
 			}
 			raw = append(raw, m)
 		}
@@ -306,7 +306,7 @@ func jsonRows(data []byte) ([]Row, error) {
 	rows := make([]Row, len(raw))
 	for i, m := range raw {
 		if m == nil {
-			return nil, &CatalogError{Row: i, Err: fmt.Errorf("%w: JSON: not an object", ErrBadCatalog)}
+			return nil, &Error{Row: i, Err: fmt.Errorf("%w: JSON: not an object", ErrMalformed)}
 		}
 		row := Row{}
 		for k, v := range m {

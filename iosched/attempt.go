@@ -1,0 +1,499 @@
+package iosched
+
+// Running a task: one attempt is one GET (read through the one read path,
+// getRange), raced by a hedge when it stalls; a failed attempt is retried
+// with back-off or fails its task.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/remote-segments/remote_segments/iosched/store"
+)
+
+var (
+	errHedgeWon  = errors.New("the hedged GET answered first")
+	errHedgeLost = errors.New("the first GET answered first")
+	// errHedgeStalled ends a hedge that stalled like the GET it hedged.
+	errHedgeStalled = errors.New("the hedge stalled too")
+)
+
+// run makes one attempt at t in worker slot id and then finishes it,
+// fails it or schedules its retry.
+func (s *Scheduler) run(id int, t *task) {
+	b := t.b
+	if b.ctx.Err() != nil {
+		s.finish(t, nil, true)
+		return
+	}
+	t.attempts++
+	issued := time.Now()
+	err := s.attempt(id, t)
+	if err == nil {
+		s.mu.Lock()
+		s.answerLocked(issued, time.Now(), false)
+		if t.attempts == 1 {
+			s.rb.refund(1)
+		} else {
+			s.rb.refund(t.spent) // the retries paid off: their tokens return
+		}
+		s.mu.Unlock()
+		s.finish(t, nil, false)
+		return
+	}
+	if b.ctx.Err() != nil {
+		s.finish(t, nil, true)
+		return
+	}
+	throttled := store.Throttled(err)
+	if throttled {
+		s.throttled.Add(1)
+		b.throttled.Add(1)
+	}
+	cost := retryCostOf(err)
+	retry := !store.Permanent(err) && !errors.Is(err, ErrInvalid) && s.o.Retries > 0
+	s.mu.Lock()
+	if throttled {
+		s.answerLocked(issued, time.Now(), true)
+	}
+	if cost > 0 && !throttled {
+		t.broken++
+	}
+	switch {
+	case !retry:
+	case cost > 0 && !throttled && t.broken > s.o.Retries:
+		// Random resets and stalls hit a GET rarely; the same GET broken
+		// Retries+1 times is a server that cannot serve it (a body that
+		// never comes, a Content-Length it never fills): fail within
+		// Retries+1 timeouts and their back-off, not after draining the
+		// budget for 20 attempts.
+		retry = false
+	case cost > 0 && t.attempts < maxBudgetedAttempts:
+		// Throttles, resets and timeouts draw from the shared budget.
+		if s.rb.take(cost) {
+			t.spent += cost
+		} else {
+			retry = false
+			s.budgetFailures++
+			err = fmt.Errorf("%w (%w)", err, ErrRetryBudget)
+		}
+	default:
+		retry = t.attempts <= s.o.Retries
+	}
+	s.mu.Unlock()
+	if !retry {
+		s.finish(t, err, false)
+		return
+	}
+	s.retries.Add(1)
+	b.retries.Add(1)
+	d := s.backoffDelay(t.attempts)
+	if ra := store.RetryAfter(err); ra > d {
+		d = min(ra, s.o.FirstByteTimeout) // the store asked for it; a silly value is capped
+	}
+	s.mu.Lock()
+	// Checked under s.mu: cancelBatch runs after the context is done and
+	// takes s.mu, so it either sees this task backing off or we see the
+	// cancellation here.
+	if b.ctx.Err() == nil {
+		t.state = backingOff
+		s.backoff++
+		t.timer = time.AfterFunc(d, func() { s.requeue(t) })
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.finish(t, nil, true)
+}
+
+// maxBudgetedAttempts bounds the attempts of one GET whose retries come
+// from the retry budget, so that one object that is always throttled
+// cannot retry for ever while other GETs refill the budget.
+const maxBudgetedAttempts = 20
+
+// retryCostOf is what retrying err costs from the retry budget: throttles
+// and broken connections retryCost, timeouts timeoutCost; 0 for errors
+// retried Options.Retries times instead.
+func retryCostOf(err error) int {
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return timeoutCost
+	case store.Throttled(err), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, ErrShortBody):
+		return retryCost
+	}
+	return 0
+}
+
+// backoffDelay is the n-th retry's wait: between d/2 and d for
+// d = min(MaxBackoff, Backoff·2ⁿ⁻¹) ("equal jitter").
+func (s *Scheduler) backoffDelay(n int) time.Duration {
+	d := s.o.Backoff << min(n-1, 20)
+	if d > s.o.MaxBackoff || d <= 0 {
+		d = s.o.MaxBackoff
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// hedge is the second GET of a slow attempt, and what the first one's
+// watch knows of its progress.
+type hedge struct {
+	// mu guards the fields up to got. Lock order: mu before the
+	// Scheduler's mu (startHedge is called with mu held).
+	mu          sync.Mutex
+	primaryDone bool
+	primaryWon  bool
+	started     bool
+	won         bool
+	cancel      context.CancelCauseFunc
+	done        chan struct{}
+	buf         []byte
+	err         error
+	from        int64 // offset in the task where the hedge's bytes go
+	timer       *time.Timer
+	patience    time.Duration // how long the hedge may run before both GETs count as stalled
+	hedgeDone   bool
+	start       time.Time // of the first GET
+	want        int64     // bytes it asks for
+	unknown     bool      // no latency was measured when it started
+
+	got      atomic.Int64 // body bytes the first GET has read
+	lastByte atomic.Int64 // when it last read one (UnixNano), 0 before the first
+}
+
+// progress records m more body bytes of the first GET.
+func (hs *hedge) progress(m int) {
+	hs.got.Add(int64(m))
+	hs.lastByte.Store(time.Now().UnixNano())
+}
+
+// attempt makes one GET of t's remaining bytes into t.buf, racing a hedge
+// against it when it stalls. It returns nil when all bytes are in.
+//
+// The watch (hedge logic): once the GET has run for the p95 of its size
+// class (or, before the class has samples, four times what the model
+// expects; before any GET was measured, the watch looks again every
+// HedgeFloor until one was) without finishing, it is hedged if no body byte came yet (a
+// stall before or at the headers) or none for stallGap (a stall mid-body;
+// the hedge then asks only for the bytes not read yet). A GET whose body
+// still flows is checked again after stallGap. Whatever the throttling
+// limit, a stalled GET is hedged as long as hedges stay within
+// HedgeFraction. If the hedge fails, or is still running after as long
+// again while the first GET stays stuck, both end and the task is retried
+// as a timeout; so is a GET stuck for four times that long (a second at
+// least) while the hedge budget allows no hedge.
+func (s *Scheduler) attempt(id int, t *task) error {
+	b := t.b
+	ctx, cancel := context.WithCancelCause(b.ctx)
+	defer cancel(nil)
+	if t.length < 0 {
+		data, err := s.getRange(ctx, cancel, id, t, "GET", t.off, -1, nil, nil)
+		if err == nil {
+			t.buf = data
+		}
+		return err
+	}
+	from := t.done
+	want := t.length - from
+	hs := &hedge{done: make(chan struct{})}
+	if !s.o.NoHedge {
+		d, ok := s.lat.threshold(want, s.o.HedgeFloor, s.o.HedgeMinSamples)
+		if !ok {
+			// Too few GETs of this size yet: what the model expects. A scan's
+			// first GETs stall as often as its last ones.
+			d, ok = s.model.hedgeAfter(want, s.o.HedgeFloor)
+		}
+		gap := s.lat.stallGap(s.o.HedgeFloor, s.o.HedgeMinSamples)
+		hs.mu.Lock()
+		hs.start, hs.want = time.Now(), want
+		if !ok {
+			// Nothing measured yet (a new scheduler's first GETs): look
+			// again after the floor, when other GETs may have taught the
+			// model what to expect.
+			d, hs.unknown = s.o.HedgeFloor, true
+		}
+		hs.patience = max(d, gap)
+		hs.timer = time.AfterFunc(d, func() { s.watch(id, t, hs, from, gap, cancel) })
+		hs.mu.Unlock()
+	}
+	got, err := s.getRange(ctx, cancel, id, t, "GET", t.off+from, want, func() []byte { return s.buffer(t)[from:] }, hs)
+	t.done = from + int64(len(got))
+	hs.mu.Lock()
+	if hs.timer != nil {
+		hs.timer.Stop()
+	}
+	hs.primaryDone = true
+	if err == nil && !hs.won {
+		hs.primaryWon = true
+		if hs.started {
+			hs.cancel(errHedgeLost)
+		}
+	}
+	won, started := hs.won, hs.started
+	hs.mu.Unlock()
+	if err == nil && !won {
+		return nil
+	}
+	if started && !won {
+		<-hs.done // the first GET failed: the hedge may still deliver
+		hs.mu.Lock()
+		won = hs.won || hs.err == nil
+		hs.mu.Unlock()
+	}
+	if won {
+		copy(s.buffer(t)[hs.from:], hs.buf)
+		t.done = t.length
+		s.hedgesWon.Add(1)
+		b.hedgesWon.Add(1)
+		return nil
+	}
+	return err
+}
+
+// watch runs when the first GET of an attempt at from has been slow: it
+// hedges a stalled GET and checks a flowing one again after gap.
+func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Duration, cancelPrimary context.CancelCauseFunc) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.primaryDone || t.b.ctx.Err() != nil {
+		return
+	}
+	if hs.unknown {
+		d, ok := s.model.hedgeAfter(hs.want, s.o.HedgeFloor)
+		if !ok {
+			hs.timer.Reset(s.o.HedgeFloor)
+			return
+		}
+		hs.unknown, hs.patience = false, max(d, gap)
+		if ran := time.Since(hs.start); ran < d {
+			hs.timer.Reset(d - ran)
+			return
+		}
+	}
+	if last := hs.lastByte.Load(); last != 0 {
+		if idle := time.Since(time.Unix(0, last)); idle < gap {
+			hs.timer.Reset(gap - idle) // still flowing
+			return
+		}
+	}
+	switch {
+	case !hs.started:
+		if s.startHedge(id, t, hs, from+hs.got.Load(), cancelPrimary) {
+			hs.timer.Reset(hs.patience)
+			return
+		}
+		// Over the hedge budget. Maybe later; but a GET stuck for four
+		// times its patience, and a second at least (a slow start on a
+		// busy machine is not a stall), is ended as a timeout and retried
+		// rather than left to the idle timeout.
+		idleSince := hs.start
+		if last := hs.lastByte.Load(); last != 0 {
+			idleSince = time.Unix(0, last)
+		}
+		if time.Since(idleSince) >= max(4*hs.patience, time.Second) {
+			cancelPrimary(fmt.Errorf("%w: stalled, and no hedge was allowed", ErrTimeout))
+			return
+		}
+		hs.timer.Reset(gap)
+	case !hs.hedgeDone:
+		// Both stuck: the hedge ran as long as the first GET did before
+		// it was hedged. End both; the task is retried as a timeout.
+		hs.cancel(errHedgeStalled)
+		cancelPrimary(fmt.Errorf("%w: stalled, and so did its hedge", ErrTimeout))
+	}
+}
+
+// startHedge sends the second GET of an attempt, for the task's bytes from
+// from on, if the hedge budget allows; it reports whether it did. Call it
+// with hs.mu held.
+func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPrimary context.CancelCauseFunc) bool {
+	s.mu.Lock()
+	// Hedges are extra load: at most HedgeFraction of all GETs so far and
+	// of the parallelism at any moment.
+	ok := !s.closed &&
+		float64(s.hedgesIssued+1) <= s.o.HedgeFraction*float64(s.issued.Load()) &&
+		float64(s.hedging) < max(1, s.o.HedgeFraction*float64(s.p))
+	if ok {
+		s.hedgesIssued++
+		s.hedging++
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	t.b.hedges.Add(1)
+	hs.started = true
+	hs.from = from
+	ctx, cancel := context.WithCancelCause(t.b.ctx)
+	hs.cancel = cancel
+	go func() {
+		defer s.wg.Done()
+		defer cancel(nil)
+		var buf []byte
+		_, err := s.getRange(ctx, cancel, id, t, "hedge", t.off+from, t.length-from, func() []byte {
+			buf = make([]byte, t.length-from)
+			return buf
+		}, nil)
+		s.mu.Lock()
+		s.hedging--
+		s.mu.Unlock()
+		hs.mu.Lock()
+		hs.buf, hs.err = buf, err
+		hs.hedgeDone = true
+		switch {
+		case err == nil && !hs.primaryWon:
+			hs.won = true
+			cancelPrimary(errHedgeWon)
+		case err != nil && !hs.primaryDone && !errors.Is(context.Cause(ctx), errHedgeLost) && !errors.Is(context.Cause(ctx), errHedgeStalled):
+			// The hedge failed while the first GET is still stuck: end
+			// that one too, as a timeout, so that the task is retried
+			// (from the bytes it has) instead of waiting out the stall.
+			cancelPrimary(fmt.Errorf("%w: stalled, and its hedge failed: %v", ErrTimeout, err))
+		}
+		hs.mu.Unlock()
+		close(hs.done)
+	}()
+	return true
+}
+
+// buffer returns t's slice of its span's buffer: the request's own Buffer
+// when the span is that one request and the Buffer is long enough, else a
+// new buffer allocated on first use. It is called once the response headers
+// are in, so that clearing megabytes overlaps with the body's arrival
+// instead of delaying the request; and it is not called under b.mu, which
+// would serialize the workers.
+func (s *Scheduler) buffer(t *task) []byte {
+	if t.buf == nil {
+		sp := t.sp
+		sp.alloc.Do(func() {
+			if len(sp.members) == 1 {
+				if into := t.b.reqs[sp.members[0].index].Buffer; int64(len(into)) >= sp.length {
+					sp.buf = into[:sp.length:sp.length]
+					return
+				}
+			}
+			sp.buf = make([]byte, sp.length)
+		})
+		t.buf = sp.buf[t.partAt : t.partAt+t.length]
+	}
+	return t.buf
+}
+
+// getRange is the one read path: it makes one GET of length bytes of t's
+// object at off (length < 0: to the end of the object) under a watchdog,
+// and reports it to the stats and the tracer as name ("GET" or "hedge").
+// A known length is read into into(), called once the store has answered
+// (so that clearing a large buffer overlaps the body's arrival); a body
+// that ends early is ErrShortBody. To the end, the bytes go into a buffer
+// that grows. It returns the bytes read, also on failure (a retry resumes
+// after them). The attempt is canceled with ErrTimeout when no first byte
+// arrives within FirstByteTimeout or no further byte within IdleTimeout;
+// hs, if not nil, hears of every byte (the hedge's watch).
+func (s *Scheduler) getRange(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task, name string, off, length int64, into func() []byte, hs *hedge) ([]byte, error) {
+	start := time.Now()
+	s.issued.Add(1)
+	t.b.issued.Add(1)
+	var sawByte atomic.Bool
+	watchdog := time.AfterFunc(s.o.FirstByteTimeout, func() {
+		if sawByte.Load() {
+			cancel(fmt.Errorf("%w: no byte for %v", ErrTimeout, s.o.IdleTimeout))
+		} else {
+			cancel(fmt.Errorf("%w: no first byte within %v", ErrTimeout, s.o.FirstByteTimeout))
+		}
+	})
+	defer watchdog.Stop()
+	data, headers, err := s.readBody(ctx, t, off, length, into, func(m int) {
+		if m > 0 {
+			if !sawByte.Swap(true) {
+				s.lat.addFirstByte(time.Since(start))
+			}
+			watchdog.Reset(s.o.IdleTimeout)
+			if hs != nil {
+				hs.progress(m)
+			}
+		}
+	})
+	if err != nil {
+		err = s.cause(ctx, err)
+	} else if len(data) > 0 {
+		s.model.add(headers, time.Since(start), int64(len(data)))
+	}
+	s.account(id, t, name, off, length, start, int64(len(data)), err)
+	return data, err
+}
+
+// readBody sends the GET and reads its body as getRange describes, calling
+// progress with each read's byte count; it returns the bytes read and how
+// long the store took to answer.
+func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, into func() []byte, progress func(int)) ([]byte, time.Duration, error) {
+	start := time.Now()
+	body, err := t.sp.st.GetRange(ctx, t.sp.name, off, length)
+	if err != nil {
+		return nil, 0, err
+	}
+	headers := time.Since(start)
+	defer body.Close()
+	var buf []byte
+	if length < 0 {
+		buf = make([]byte, 64<<10)
+	} else {
+		buf = into()
+	}
+	n := 0
+	for {
+		if n == len(buf) {
+			if length >= 0 {
+				return buf, headers, nil
+			}
+			buf = slices.Grow(buf, len(buf))[:2*len(buf)]
+		}
+		m, err := body.Read(buf[n:])
+		n += m
+		progress(m)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return buf[:n], headers, err
+		}
+	}
+	if length >= 0 && n < len(buf) {
+		return buf[:n], headers, fmt.Errorf("%w: got %d of %d bytes", ErrShortBody, n, len(buf))
+	}
+	return buf[:n], headers, nil
+}
+
+func (s *Scheduler) account(id int, t *task, name string, off, length int64, start time.Time, n int64, err error) {
+	d := time.Since(start)
+	s.bytes.Add(n)
+	t.b.bytes.Add(n)
+	if err == nil {
+		if length > 0 {
+			s.lat.add(length, d)
+		}
+		s.mu.Lock()
+		s.latency.add(d)
+		s.mu.Unlock()
+	}
+	if tr := s.o.Tracer; tr != nil {
+		tr.TraceRequest(Event{Name: name, URL: t.sp.st.URL(t.sp.name), Offset: off, Length: length,
+			Query: t.prio.Query, Worker: id, Start: start, Dur: d, Bytes: n, Err: err})
+	}
+}
+
+// cause replaces a context error caused by a timeout by the timeout.
+func (s *Scheduler) cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && errors.Is(c, ErrTimeout) {
+		return c
+	}
+	return err
+}

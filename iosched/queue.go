@@ -1,0 +1,188 @@
+package iosched
+
+// The queue and its fairness: one sub-queue per query, served round-robin;
+// within a query the lowest Priority.Seq first; a retried task keeps its
+// place. dispatchLocked starts a worker per free slot while work is queued.
+
+import (
+	"container/heap"
+	"slices"
+	"time"
+)
+
+type taskState int
+
+const (
+	planned taskState = iota // not queued yet
+	queued
+	backingOff
+	running
+	finished
+)
+
+// task is one GET-sized piece of work: a whole span or one part of a split
+// span.
+type task struct {
+	b      *Batch
+	sp     *span
+	off    int64 // in the object
+	partAt int64 // offset within the span
+	length int64 // < 0: to the end
+	buf    []byte
+	done   int64 // bytes already in buf: a retry resumes after them
+
+	prio     Priority
+	order    int64
+	index    int // in its query heap
+	state    taskState
+	attempts int
+	spent    int // retry-budget tokens its retries took
+	broken   int // failures that were not throttles (resets, short bodies, timeouts)
+	enqueued time.Time
+	timer    *time.Timer
+}
+
+type queryQueue struct {
+	id    uint64
+	tasks taskHeap
+}
+
+type taskHeap []*task
+
+func (h taskHeap) Len() int { return len(h) }
+func (h taskHeap) Less(i, j int) bool {
+	if h[i].prio.Seq != h[j].prio.Seq {
+		return h[i].prio.Seq < h[j].prio.Seq
+	}
+	return h[i].order < h[j].order
+}
+func (h taskHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *taskHeap) Push(x any) {
+	t := x.(*task)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *taskHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
+}
+
+func (s *Scheduler) pushLocked(t *task, now time.Time) {
+	q := s.queues[t.prio.Query]
+	if q == nil {
+		q = &queryQueue{id: t.prio.Query}
+		s.queues[q.id] = q
+		s.ring = append(s.ring, q)
+	}
+	t.state = queued
+	t.enqueued = now
+	heap.Push(&q.tasks, t)
+	s.queued++
+}
+
+// popLocked takes the next task: the head of the next query in turn that
+// is below its share (SetQueryLimit); nil when there is none.
+func (s *Scheduler) popLocked(now time.Time) *task {
+	if s.queued == 0 {
+		return nil
+	}
+	var q *queryQueue
+	for range len(s.ring) {
+		if s.rr >= len(s.ring) {
+			s.rr = 0
+		}
+		c := s.ring[s.rr]
+		if n, capped := s.queryCap[c.id]; !capped || s.queryRunning[c.id] < n {
+			q = c
+			break
+		}
+		s.rr++
+	}
+	if q == nil {
+		return nil // every query with queued work runs its share
+	}
+	s.queryRunning[q.id]++
+	t := heap.Pop(&q.tasks).(*task)
+	s.queued--
+	if q.tasks.Len() == 0 {
+		s.dropQueueLocked(s.rr)
+	} else {
+		s.rr++
+	}
+	t.state = running
+	w := now.Sub(t.enqueued)
+	s.queueWait.add(w)
+	t.b.queueWait.Add(int64(w))
+	return t
+}
+
+func (s *Scheduler) dropQueueLocked(i int) {
+	delete(s.queues, s.ring[i].id)
+	s.ring = slices.Delete(s.ring, i, i+1)
+	if s.rr > i {
+		s.rr--
+	}
+}
+
+func (s *Scheduler) removeLocked(t *task) {
+	q := s.queues[t.prio.Query]
+	heap.Remove(&q.tasks, t.index)
+	s.queued--
+	if q.tasks.Len() == 0 {
+		s.dropQueueLocked(slices.Index(s.ring, q))
+	}
+}
+
+// dispatchLocked starts workers while slots are free and work is queued.
+func (s *Scheduler) dispatchLocked() {
+	now := time.Now()
+	s.growLocked(now)
+	for s.inflight < min(s.cc.effective(), s.p) && s.queued > 0 {
+		id := slices.Index(s.busy[:s.p], false)
+		// INVARIANT: fewer than p slots below p are busy when inflight < p.
+		t := s.popLocked(now)
+		if t == nil {
+			return
+		}
+		s.accountLocked(now)
+		s.busy[id] = true
+		s.inflight++
+		s.wg.Add(1)
+		go s.worker(id, t)
+	}
+}
+
+// worker runs tasks in slot id until the queue is empty or the slot is no
+// longer allowed (parallelism or AIMD limit lowered).
+func (s *Scheduler) worker(id int, t *task) {
+	defer s.wg.Done()
+	for t != nil {
+		q := t.prio.Query
+		s.run(id, t)
+		s.mu.Lock()
+		if s.queryRunning[q]--; s.queryRunning[q] <= 0 {
+			delete(s.queryRunning, q)
+		}
+		now := time.Now()
+		s.growLocked(now)
+		t = nil
+		if id < s.p && s.inflight <= min(s.cc.effective(), s.p) && s.queued > 0 {
+			t = s.popLocked(now)
+		}
+		if t == nil {
+			s.accountLocked(now)
+			s.inflight--
+			s.busy[id] = false
+			s.dispatchLocked()
+		}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,163 @@
+// Package arrowipc reads Arrow IPC files and streams held in memory or
+// reached through byte-range fetches: it checks their framing, reads their
+// flatbuffer metadata with its own bounds-checked reader, reads only some
+// columns of a file (the projected reader), validates every decoded array,
+// and decodes whole chunks with arrow-go.
+//
+// It owns the Arrow IPC format and nothing else: it knows no catalog, no
+// store, no scheduler and no budget. It must not import scanner, its
+// catalog, iosched or budget; the bytes come in as slices or through a
+// FetchFunc. A malformed input is an error wrapping ErrMalformed, never a
+// panic.
+package arrowipc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// ErrMalformed is wrapped by every error that comes from a chunk's content
+// (truncated or garbage IPC). Its text, "bad chunk", is what users see.
+var ErrMalformed = errors.New("bad chunk")
+
+// fileMagic starts (and ends) an Arrow IPC file; a stream has no magic.
+var fileMagic = []byte("ARROW1")
+
+// Decode decodes a whole Arrow IPC file or stream held in data. The returned
+// batches belong to the caller (Release each); on error none are returned.
+// A malformed input is an error wrapping ErrMalformed, never a panic.
+func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []arrow.RecordBatch, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			for _, b := range batches {
+				b.Release()
+			}
+			schema, batches, err = nil, nil, fmt.Errorf("%w: arrow IPC decode: %v", ErrMalformed, r)
+		}
+	}()
+	if err := checkIPCFraming(data); err != nil {
+		return nil, nil, err
+	}
+	if bytes.HasPrefix(data, fileMagic) {
+		schema, batches, err = decodeIPCFile(data, mem)
+	} else {
+		schema, batches, err = decodeIPCStream(data, mem)
+	}
+	if err == nil {
+		err = validateBatches(batches)
+	}
+	if err != nil {
+		ReleaseAll(batches)
+		return nil, nil, err
+	}
+	return schema, batches, nil
+}
+
+// validateBatches checks every batch (validateRecord); on error the caller
+// still owns the batches.
+func validateBatches(batches []arrow.RecordBatch) error {
+	for i, b := range batches {
+		if err := validateRecord(b); err != nil {
+			return fmt.Errorf("record batch %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func ReleaseAll(batches []arrow.RecordBatch) {
+	for _, b := range batches {
+		b.Release()
+	}
+}
+
+// openIPCFile opens an IPC file whose batches reference data without a copy.
+// arrow-go v18.8.0's NewMappedFileReader leaves its dictionary memo nil and
+// panics on a schema with a dictionary-encoded field: such a file (or any
+// input that makes it panic) takes the copying reader instead.
+func openIPCFile(data []byte, mem memory.Allocator) (*ipc.FileReader, error) {
+	r, err, panicked := func() (r *ipc.FileReader, err error, panicked bool) {
+		defer func() {
+			if recover() != nil {
+				panicked = true
+			}
+		}()
+		r, err = ipc.NewMappedFileReader(data, ipc.WithAllocator(mem))
+		return r, err, false
+	}()
+	if panicked {
+		return ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	}
+	return r, err
+}
+
+func decodeIPCFile(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, error) {
+	r, err := openIPCFile(data, mem)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: arrow IPC file: %v", ErrMalformed, err)
+	}
+	defer r.Close()
+	out := make([]arrow.RecordBatch, 0, r.NumRecords())
+	for i := 0; i < r.NumRecords(); i++ {
+		b, err := r.RecordBatchAt(i)
+		if err != nil {
+			for _, b := range out {
+				b.Release()
+			}
+			return nil, nil, fmt.Errorf("%w: arrow IPC file, batch %d: %v", ErrMalformed, i, err)
+		}
+		out = append(out, b)
+	}
+	return r.Schema(), out, nil
+}
+
+func decodeIPCStream(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, error) {
+	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: not an Arrow IPC file or stream: %v", ErrMalformed, err)
+	}
+	defer r.Release()
+	var out []arrow.RecordBatch
+	for r.Next() {
+		b := r.RecordBatch()
+		b.Retain()
+		out = append(out, b)
+	}
+	if err := r.Err(); err != nil {
+		for _, b := range out {
+			b.Release()
+		}
+		return nil, nil, fmt.Errorf("%w: arrow IPC stream: %v", ErrMalformed, err)
+	}
+	return r.Schema(), out, nil
+}
+
+// IsFile reports whether data starts as an Arrow IPC file (a stream has no
+// magic): a file's decoded batches reference data without a copy.
+func IsFile(data []byte) bool { return bytes.HasPrefix(data, fileMagic) }
+
+// ColumnBytes measures, in an IPC file without dictionaries, how many body
+// bytes each column takes and the body bytes in all; nil for anything else.
+func ColumnBytes(data []byte) ([]int64, int64) {
+	if int64(len(data)) < TrailerLen+8 || !bytes.HasPrefix(data, fileMagic) {
+		return nil, 0
+	}
+	var served int64
+	l, _, err := readIPCLayout(int64(len(data)), fetchFrom(data, &served))
+	if err != nil {
+		return nil, 0
+	}
+	cols := make([]int64, len(l.footer.Schema.Fields()))
+	var body int64
+	for i, rb := range l.batches {
+		for c, cl := range l.layouts[i] {
+			cols[c] += columnRange(rb, cl).Length
+		}
+		body += l.footer.Batches[i].BodyLen
+	}
+	return cols, body
+}

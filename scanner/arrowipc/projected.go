@@ -1,0 +1,585 @@
+package arrowipc
+
+// Reading only some columns of an Arrow IPC file.
+//
+// An IPC file ends with a footer (a flatbuffer listing the schema and the
+// position of every record batch), its length as an int32, and the magic
+// "ARROW1". Each record batch is an encapsulated message: a flatbuffer
+// (RecordBatch: row count, one FieldNode per array, one Buffer per buffer, in
+// depth-first field order) followed by the body those buffers point into.
+// Knowing the schema, the buffers of one column are a known run of that list,
+// so a scan that needs few columns fetches the footer, the batches' metadata,
+// and only those columns' byte ranges.
+//
+// The flatbuffer reading here is our own and bounds-checked everywhere: a
+// malformed file is an error wrapping ErrMalformed, never a panic. The schema
+// itself is decoded by arrow-go from the same footer bytes.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// columnLayout is where one top-level field's arrays sit in a batch: its
+// field nodes and buffers (runs of ipcBatch.Nodes and .Buffers).
+type columnLayout struct {
+	node0, nodes int
+	buf0, bufs   int
+	variadic0    int // first entry of ipcBatch.Variadic the field uses
+	variadics    int
+}
+
+// ipcCursor walks a record batch's field nodes, buffers and variadic
+// buffer counts in order, as arrow-go's arrayLoaderContext hands out
+// buffers: layoutColumns and assembleColumn both advance it through
+// arrayShape, the one place that knows how many buffers each type takes.
+type ipcCursor struct {
+	rb              *ipcBatch
+	node, buf, vari int
+}
+
+// arrayShape advances c past one array of type dt (its field node and its
+// own buffers, not its children's) and returns how many buffers it has
+// and its children's types. Types whose layout this reader does not know
+// (unions, run-end encoded, list views, dictionaries) are an error: the
+// whole-chunk path reads them, or bind rejects them.
+func (c *ipcCursor) arrayShape(dt arrow.DataType) (nbufs int, children []arrow.DataType, err error) {
+	switch t := dt.(type) {
+	case *arrow.NullType:
+	case *arrow.StringType, *arrow.LargeStringType, *arrow.BinaryType, *arrow.LargeBinaryType:
+		nbufs = 3
+	case *arrow.StringViewType, *arrow.BinaryViewType:
+		if c.vari >= len(c.rb.Variadic) {
+			return 0, nil, fmt.Errorf("view field without a variadic buffer count")
+		}
+		nbufs = 2 + int(c.rb.Variadic[c.vari])
+		c.vari++
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
+		nbufs, children = 2, []arrow.DataType{t.(arrow.ListLikeType).Elem()}
+	case *arrow.FixedSizeListType:
+		nbufs, children = 1, []arrow.DataType{t.Elem()}
+	case *arrow.StructType:
+		nbufs = 1
+		for _, f := range t.Fields() {
+			children = append(children, f.Type)
+		}
+	case *arrow.DictionaryType:
+		return 0, nil, fmt.Errorf("dictionary-encoded field")
+	default:
+		if _, ok := dt.(arrow.FixedWidthDataType); !ok {
+			return 0, nil, fmt.Errorf("type %s has no known IPC layout here", dt)
+		}
+		nbufs = 2
+	}
+	c.node++
+	c.buf += nbufs
+	return nbufs, children, nil
+}
+
+// layoutColumns walks the schema depth first, as the IPC format lays out
+// nodes and buffers, and returns each top-level field's share.
+func layoutColumns(schema *arrow.Schema, rb *ipcBatch) ([]columnLayout, error) {
+	c := &ipcCursor{rb: rb}
+	var walk func(dt arrow.DataType) error
+	walk = func(dt arrow.DataType) error {
+		_, children, err := c.arrayShape(dt)
+		for _, ch := range children {
+			if err == nil {
+				err = walk(ch)
+			}
+		}
+		return err
+	}
+	out := make([]columnLayout, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		l := columnLayout{node0: c.node, buf0: c.buf, variadic0: c.vari}
+		if err := walk(f.Type); err != nil {
+			return nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, err)
+		}
+		l.nodes, l.bufs, l.variadics = c.node-l.node0, c.buf-l.buf0, c.vari-l.variadic0
+		out[i] = l
+	}
+	if c.node != len(rb.Nodes) || c.buf > len(rb.Buffers) {
+		return nil, fmt.Errorf("%w: IPC batch has %d field nodes and %d buffers, the schema needs %d and %d",
+			ErrMalformed, len(rb.Nodes), len(rb.Buffers), c.node, c.buf)
+	}
+	return out, nil
+}
+
+// columnRange is the span of the body holding all of one column's buffers.
+func columnRange(rb *ipcBatch, c columnLayout) Range {
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, b := range rb.Buffers[c.buf0 : c.buf0+c.bufs] {
+		if b.Length == 0 {
+			continue
+		}
+		lo, hi = min(lo, b.Offset), max(hi, b.Offset+b.Length)
+	}
+	if hi == 0 {
+		return Range{}
+	}
+	return Range{lo, hi - lo}
+}
+
+// assembleColumn builds the array of one top-level field from its bytes:
+// data holds body bytes [at, at+len(data)) covering the field's buffers.
+// It walks the field with the same cursor as layoutColumns.
+func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at int64, mem memory.Allocator) (arr arrow.Array, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			arr, err = nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, r)
+		}
+	}()
+	c := &ipcCursor{rb: rb, node: l.node0, buf: l.buf0, vari: l.variadic0}
+	var bufs []*memory.Buffer
+	defer func() {
+		for _, b := range bufs {
+			b.Release()
+		}
+	}()
+	take := func(i int) (*memory.Buffer, error) {
+		r := rb.Buffers[i]
+		if r.Length == 0 {
+			return nil, nil
+		}
+		lo := r.Offset - at
+		if lo < 0 || lo+r.Length > int64(len(data)) {
+			return nil, fmt.Errorf("buffer %d (%d+%d) outside the fetched range", i, r.Offset, r.Length)
+		}
+		b, err := decompress(data[lo:lo+r.Length], rb.Codec, mem)
+		if err == nil {
+			bufs = append(bufs, b)
+		}
+		return b, err
+	}
+	var build func(dt arrow.DataType) (arrow.ArrayData, error)
+	build = func(dt arrow.DataType) (arrow.ArrayData, error) {
+		n := rb.Nodes[c.node]
+		first := c.buf
+		nbufs, childTypes, err := c.arrayShape(dt)
+		if err != nil {
+			return nil, err
+		}
+		bs := make([]*memory.Buffer, nbufs)
+		for i := range bs {
+			if bs[i], err = take(first + i); err != nil {
+				return nil, err
+			}
+		}
+		var children []arrow.ArrayData
+		release := func() {
+			for _, ch := range children {
+				ch.Release()
+			}
+		}
+		for _, ct := range childTypes {
+			ch, err := build(ct)
+			if err != nil {
+				release()
+				return nil, err
+			}
+			children = append(children, ch)
+		}
+		d := array.NewData(dt, int(n.Length), bs, children, int(n.Nulls), 0)
+		release() // d holds its own references
+		return d, nil
+	}
+	d, err := build(f.Type)
+	if err != nil {
+		return nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, err)
+	}
+	defer d.Release()
+	// Check the buffers before arrow-go wraps them: MakeFromData slices them
+	// by the claimed length and would panic half-way through.
+	if err := validateData(d); err != nil {
+		return nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, err)
+	}
+	return array.MakeFromData(d), nil
+}
+
+// Decompressors are costly to make (an LZ4 reader holds 4 MiB of block
+// buffers), so they are pooled.
+var (
+	lz4Readers  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	zstdReaders = sync.Pool{New: func() any {
+		z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			panic("scanner: zstd decoder: " + err.Error())
+		}
+		return z
+	}}
+)
+
+// decompress returns the buffer for raw body bytes: the bytes themselves, or
+// for a compressed batch, an int64 uncompressed length (-1: stored as is)
+// followed by an LZ4 frame or ZSTD data.
+func decompress(raw []byte, codec int, mem memory.Allocator) (*memory.Buffer, error) {
+	if codec < 0 {
+		return memory.NewBufferBytes(raw), nil
+	}
+	if len(raw) < 8 {
+		return nil, fmt.Errorf("compressed buffer of %d bytes", len(raw))
+	}
+	n := int64(binary.LittleEndian.Uint64(raw))
+	if n == -1 {
+		return memory.NewBufferBytes(raw[8:]), nil
+	}
+	if n < 0 || n > 1<<40 {
+		return nil, fmt.Errorf("uncompressed length %d", n)
+	}
+	var r io.Reader
+	switch codec {
+	case 0:
+		lr := lz4Readers.Get().(*lz4.Reader)
+		lr.Reset(bytes.NewReader(raw[8:]))
+		defer lz4Readers.Put(lr)
+		r = lr
+	default:
+		z := zstdReaders.Get().(*zstd.Decoder)
+		if err := z.Reset(bytes.NewReader(raw[8:])); err != nil {
+			return nil, err
+		}
+		defer zstdReaders.Put(z)
+		r = z
+	}
+	// Grow with what actually decompresses rather than trusting n up front:
+	// a corrupt length must not allocate terabytes.
+	out := memory.NewResizableBuffer(mem)
+	have := 0
+	for have < int(n) {
+		out.Resize(min(int(n), max(2*have, 64<<10)))
+		k, err := io.ReadFull(r, out.Bytes()[have:])
+		have += k
+		if err != nil {
+			out.Release()
+			return nil, fmt.Errorf("decompress: %d of %d bytes: %w", have, n, err)
+		}
+	}
+	return out, nil
+}
+
+// FetchFunc reads byte ranges of one object, all at once.
+type FetchFunc func(ranges []Range) ([][]byte, error)
+
+// fetchFrom serves ranges of data held in memory, counting the bytes handed out.
+func fetchFrom(data []byte, served *int64) FetchFunc {
+	return func(rs []Range) ([][]byte, error) {
+		out := make([][]byte, len(rs))
+		for i, r := range rs {
+			if r.Offset < 0 || r.Length < 0 || r.Offset > int64(len(data)) || r.Length > int64(len(data))-r.Offset {
+				return nil, fmt.Errorf("%w: range %d+%d outside %d bytes", ErrMalformed, r.Offset, r.Length, len(data))
+			}
+			out[i] = data[r.Offset : r.Offset+r.Length]
+			*served += r.Length
+		}
+		return out, nil
+	}
+}
+
+// TailGuess is how much of a file's end the first request reads: the footer
+// of a file with a few hundred batches fits, so one request usually does.
+const TailGuess = 64 << 10
+
+// ipcFileLayout is an IPC file's footer and the parsed metadata of every
+// record batch, with each batch's column layouts.
+type ipcFileLayout struct {
+	footerLen int64 // bytes of the footer flatbuffer
+	footer    *ipcFooter
+	batches   []*ipcBatch
+	layouts   [][]columnLayout
+}
+
+// readIPCLayout reads the footer and the metadata of every batch of the IPC
+// file of size bytes through fetch (two rounds), and returns the layout and
+// the bytes fetched. ErrDictionaries means the file needs the whole-chunk
+// path.
+func readIPCLayout(size int64, fetch FetchFunc) (*ipcFileLayout, int64, error) {
+	var wire int64
+	get := countingFetch(fetch, &wire)
+	footer, footerLen, err := readIPCFooter(size, TailGuess, get)
+	if err != nil {
+		return nil, wire, err
+	}
+	metas, err := get(metaRanges(footer))
+	if err != nil {
+		return nil, wire, err
+	}
+	l, err := parseLayout(footer, footerLen, metas)
+	return l, wire, err
+}
+
+// countingFetch is fetch adding the bytes it returns to *wire.
+func countingFetch(fetch FetchFunc, wire *int64) FetchFunc {
+	return func(rs []Range) ([][]byte, error) {
+		out, err := fetch(rs)
+		for _, b := range out {
+			*wire += int64(len(b))
+		}
+		return out, err
+	}
+}
+
+// readIPCFooter reads the footer of the IPC file of size bytes: its last
+// tail bytes first, and the rest of a longer footer after. It checks that
+// every batch lies in the file and returns the footer's length too.
+func readIPCFooter(size, tail int64, get FetchFunc) (*ipcFooter, int64, error) {
+	if size < TrailerLen+8 {
+		return nil, 0, fmt.Errorf("%w: %d bytes is too small for an Arrow IPC file", ErrMalformed, size)
+	}
+	tailLen := min(size, max(tail, TrailerLen+8))
+	got, err := get([]Range{{size - tailLen, tailLen}})
+	if err != nil {
+		return nil, 0, err
+	}
+	footerLen, err := parseTrailer(got[0][len(got[0])-TrailerLen:], size)
+	if err != nil {
+		return nil, 0, err
+	}
+	var footerBytes []byte
+	if footerLen+TrailerLen <= tailLen {
+		end := int64(len(got[0])) - TrailerLen
+		footerBytes = got[0][end-footerLen : end]
+	} else {
+		more, err := get([]Range{{size - TrailerLen - footerLen, footerLen}})
+		if err != nil {
+			return nil, 0, err
+		}
+		footerBytes = more[0]
+	}
+	footer, err := parseFooter(footerBytes)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i, b := range footer.Batches {
+		if b.Offset > size || b.MetaLen > size-b.Offset || b.BodyLen > size-b.Offset-b.MetaLen {
+			return nil, 0, fmt.Errorf("%w: record batch %d at %d+%d+%d is beyond the file's %d bytes", ErrMalformed, i, b.Offset, b.MetaLen, b.BodyLen, size)
+		}
+	}
+	return footer, footerLen, nil
+}
+
+// metaRanges are the metadata ranges of the footer's batches.
+func metaRanges(footer *ipcFooter) []Range {
+	out := make([]Range, len(footer.Batches))
+	for i, b := range footer.Batches {
+		out[i] = Range{b.Offset, b.MetaLen}
+	}
+	return out
+}
+
+// parseLayout parses the batches' metadata and lays out their columns.
+func parseLayout(footer *ipcFooter, footerLen int64, metas [][]byte) (*ipcFileLayout, error) {
+	l := &ipcFileLayout{footerLen: footerLen, footer: footer, batches: make([]*ipcBatch, len(metas)), layouts: make([][]columnLayout, len(metas))}
+	for i, m := range metas {
+		var err error
+		if l.batches[i], err = parseBatchMessage(m); err != nil {
+			return nil, fmt.Errorf("record batch %d: %w", i, err)
+		}
+		if l.layouts[i], err = layoutColumns(footer.Schema, l.batches[i]); err != nil {
+			return nil, fmt.Errorf("record batch %d: %w", i, err)
+		}
+	}
+	return l, nil
+}
+
+// colSpan is where one column's buffers sit in a record batch's body, as
+// shares of the body's length: [lo, hi).
+type colSpan struct{ lo, hi float64 }
+
+// ReadPlan is what a projected read knows before it starts, learned
+// from a chunk read earlier (the first one): how much of the file's end to
+// read first, and where each column (by schema field) sits in a body.
+// A zero plan knows nothing: the tail is TailGuess, and the columns'
+// ranges wait for the batches' metadata.
+type ReadPlan struct {
+	Tail  int64 // bytes of the file's end to read first; 0: TailGuess
+	spans []colSpan
+}
+
+// LearnReadPlan measures the IPC file in data; a zero plan for anything
+// that is not an IPC file without dictionaries.
+func LearnReadPlan(data []byte) ReadPlan {
+	if int64(len(data)) < TrailerLen+8 || !bytes.HasPrefix(data, fileMagic) {
+		return ReadPlan{}
+	}
+	var served int64
+	l, _, err := readIPCLayout(int64(len(data)), fetchFrom(data, &served))
+	if err != nil {
+		return ReadPlan{}
+	}
+	spans := make([]colSpan, len(l.footer.Schema.Fields()))
+	for c := range spans {
+		spans[c] = colSpan{lo: 1, hi: 0}
+	}
+	for i, rb := range l.batches {
+		body := float64(l.footer.Batches[i].BodyLen)
+		if body <= 0 {
+			continue
+		}
+		for c, cl := range l.layouts[i] {
+			r := columnRange(rb, cl)
+			if r.Length == 0 {
+				continue
+			}
+			spans[c].lo = min(spans[c].lo, float64(r.Offset)/body)
+			spans[c].hi = max(spans[c].hi, float64(r.Offset+r.Length)/body)
+		}
+	}
+	return ReadPlan{Tail: l.footerLen + l.footerLen/4 + 1<<10 + TrailerLen, spans: spans}
+}
+
+// predict returns the byte range (in the file) a batch whose body starts
+// at body and is bodyLen long probably holds column c's buffers in, with a
+// margin; false when the plan does not know.
+func (p ReadPlan) predict(c int, body, bodyLen int64) (Range, bool) {
+	if c >= len(p.spans) || p.spans[c].hi <= p.spans[c].lo {
+		return Range{}, false
+	}
+	margin := bodyLen/64 + 512
+	lo := max(0, int64(p.spans[c].lo*float64(bodyLen))-margin)
+	hi := min(bodyLen, int64(p.spans[c].hi*float64(bodyLen))+margin)
+	if hi <= lo {
+		return Range{}, false
+	}
+	return Range{body + lo, hi - lo}, true
+}
+
+// readIPCColumns reads columns cols (schema field indexes, in output order)
+// of the IPC file of size bytes through fetch, in three rounds: the footer,
+// the metadata of every batch, then only those columns' buffers. It returns
+// the file's full schema, batches holding just cols, and the bytes fetched.
+// ErrDictionaries means the file needs the whole-chunk path.
+func readIPCColumns(size int64, cols []int, fetch FetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, error) {
+	schema, batches, wire, _, err := ReadColumns(size, ReadPlan{}, cols, fetch, mem)
+	return schema, batches, wire, err
+}
+
+// ReadColumns is readIPCColumns with what plan knows: its tail read
+// fetches the footer at once, and the batches' metadata go out in one round
+// with the byte ranges plan predicts for the columns (the scheduler merges
+// neighbours into one GET). When the metadata show a column's buffers
+// inside its predicted range, the file took two rounds; what a prediction
+// missed is fetched in a third. It also returns the footer's length (0 on
+// failure).
+func ReadColumns(size int64, plan ReadPlan, cols []int, fetch FetchFunc, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, int64, int64, error) {
+	var wire int64
+	get := countingFetch(fetch, &wire)
+	tail := plan.Tail
+	if tail <= 0 {
+		tail = TailGuess
+	}
+	footer, footerLen, err := readIPCFooter(size, tail, get)
+	if err != nil {
+		return nil, nil, wire, 0, err
+	}
+	for _, c := range cols {
+		if c < 0 || c >= len(footer.Schema.Fields()) {
+			return nil, nil, wire, 0, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrMalformed, len(footer.Schema.Fields()), c, footer.Schema)
+		}
+	}
+	// One round: every batch's metadata and the predicted column ranges.
+	nb := len(footer.Batches)
+	round := metaRanges(footer)
+	guess := make([]int, nb*len(cols)) // index in round of batch i's column j, -1: none
+	for i, b := range footer.Batches {
+		for j, c := range cols {
+			guess[i*len(cols)+j] = -1
+			if r, ok := plan.predict(c, b.Offset+b.MetaLen, b.BodyLen); ok {
+				guess[i*len(cols)+j] = len(round)
+				round = append(round, r)
+			}
+		}
+	}
+	got, err := get(round)
+	if err != nil {
+		return nil, nil, wire, 0, err
+	}
+	l, err := parseLayout(footer, footerLen, got[:nb])
+	if err != nil {
+		return nil, nil, wire, 0, err
+	}
+	// Each column's exact range, sliced from its prediction or fetched now.
+	exact := make([]Range, nb*len(cols)) // body-relative
+	data := make([][]byte, nb*len(cols))
+	var missing []Range
+	var missingAt []int
+	for i := range l.batches {
+		body := footer.Batches[i].Offset + footer.Batches[i].MetaLen
+		for j, c := range cols {
+			k := i*len(cols) + j
+			r := columnRange(l.batches[i], l.layouts[i][c])
+			if r.Offset+r.Length > footer.Batches[i].BodyLen {
+				return nil, nil, wire, 0, fmt.Errorf("%w: record batch %d: column %d's buffers end past the body", ErrMalformed, i, c)
+			}
+			exact[k] = r
+			if r.Length == 0 {
+				continue // no bytes: nothing to fetch
+			}
+			abs := Range{body + r.Offset, r.Length}
+			if g := guess[k]; g >= 0 && abs.Offset >= round[g].Offset && abs.Offset+abs.Length <= round[g].Offset+round[g].Length {
+				at := abs.Offset - round[g].Offset
+				data[k] = got[g][at : at+abs.Length]
+				continue
+			}
+			missing = append(missing, abs)
+			missingAt = append(missingAt, k)
+		}
+	}
+	if len(missing) > 0 {
+		more, err := get(missing)
+		if err != nil {
+			return nil, nil, wire, 0, err
+		}
+		for n, k := range missingAt {
+			data[k] = more[n]
+		}
+	}
+	fields := make([]arrow.Field, len(cols))
+	for j, c := range cols {
+		fields[j] = footer.Schema.Field(c)
+	}
+	projected := arrow.NewSchema(fields, nil)
+	var out []arrow.RecordBatch
+	release := func() {
+		for _, r := range out {
+			r.Release()
+		}
+	}
+	for i, rb := range l.batches {
+		arrs := make([]arrow.Array, len(cols))
+		for j, c := range cols {
+			k := i*len(cols) + j
+			arr, err := assembleColumn(footer.Schema.Field(c), rb, l.layouts[i][c], data[k], exact[k].Offset, mem)
+			if err != nil {
+				for _, a := range arrs[:j] {
+					a.Release()
+				}
+				release()
+				return nil, nil, wire, 0, fmt.Errorf("record batch %d: %w", i, err)
+			}
+			arrs[j] = arr
+			if n := int64(arr.Len()); n != rb.Length {
+				for _, a := range arrs[:j+1] {
+					a.Release()
+				}
+				release()
+				return nil, nil, wire, 0, fmt.Errorf("%w: record batch %d has %d rows, its column %q %d", ErrMalformed, i, rb.Length, fields[j].Name, n)
+			}
+		}
+		out = append(out, array.NewRecordBatch(projected, arrs, rb.Length))
+		for _, a := range arrs {
+			a.Release()
+		}
+	}
+	return footer.Schema, out, wire, footerLen, nil // every column passed validateData in assembleColumn
+}

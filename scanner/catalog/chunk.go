@@ -1,0 +1,25 @@
+package catalog
+
+// Chunk is one row of the catalog: a byte range of one object holding an
+// Arrow IPC file or stream.
+type Chunk struct {
+	URL       string // absolute URL or local path of the object
+	SegmentID string
+	ChunkID   string
+	Offset    int64 // first byte of the chunk in the object
+	Length    int64 // bytes on the wire; -1 means to the end of the object
+	Size      int64 // the object's size when a listing told it, else -1
+	NumRows   int64 // -1 when the catalog does not say
+	// DecodedBytes is the chunk's size once decoded, -1 when unknown.
+	DecodedBytes int64
+	Row          int // position in the catalog, for errors and ordering
+}
+
+// WireLength is the chunk's length in bytes: Length, or what follows Offset
+// in an object of known Size; -1 when unknown (read to the end).
+func (c *Chunk) WireLength() int64 {
+	if c.Length < 0 && c.Size >= 0 {
+		return c.Size - c.Offset
+	}
+	return c.Length
+}

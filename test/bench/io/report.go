@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// markdown collects what -md writes: the W2 and W3 sections of
+// BENCHMARKS.md. The file has the goal lines first, then a line
+// "<!-- sections -->", then the sections; test/bench/peers puts the goal
+// lines at the top of the report and the sections after W1.
+type markdown struct {
+	w2       []w2Row
+	w3       []w3Run
+	overload *[2]runResult // told 16, asks 64
+	large    *largeResult
+}
+
+// w2Row is one P of the first table: its rounds, in order.
+type w2Row struct {
+	p                 int
+	raw, narrow, wide []runResult
+	load              []float64
+}
+
+// ratios are the per-round raw window ÷ scan window (the scan's speed as a
+// multiple of the loop's): median, min, max.
+func (r w2Row) ratios(scan []runResult) (med, lo, hi float64) {
+	var xs []float64
+	for i := range scan {
+		xs = append(xs, r.raw[i].window.Seconds()/scan[i].window.Seconds())
+	}
+	return medianMinMax(xs)
+}
+
+type w3Run struct {
+	clean, mix runResult
+	load       float64
+}
+
+type largeResult struct {
+	d                 *dataset
+	raw, wide, narrow runResult
+}
+
+func medianMinMax(xs []float64) (med, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2], s[0], s[len(s)-1]
+}
+
+func medianOf(rs []runResult, key func(runResult) float64) float64 {
+	var xs []float64
+	for _, r := range rs {
+		xs = append(xs, key(r))
+	}
+	m, _, _ := medianMinMax(xs)
+	return m
+}
+
+// loadAvg1 is the 1-minute load average.
+func loadAvg1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return v
+}
+
+// verdict says whether got meets the goal (at least: got >= goal; else
+// got <= goal) and by how much it misses.
+func verdict(got, goal float64, atLeast bool) string {
+	if atLeast && got >= goal || !atLeast && got <= goal {
+		return "**met**"
+	}
+	return fmt.Sprintf("**not met**, %.0f %% short", 100*abs(got-goal)/goal)
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func (m *markdown) write(path string, mid, tiny *dataset) error {
+	var goals, body strings.Builder
+	g := func(f string, a ...any) { fmt.Fprintf(&goals, f, a...) }
+	w := func(f string, a ...any) { fmt.Fprintf(&body, f, a...) }
+	when := time.Now().UTC().Format("2006-01-02 15:04 UTC")
+
+	if len(m.w2) > 0 {
+		top := m.w2[len(m.w2)-1]
+		n, nlo, nhi := top.ratios(top.narrow)
+		wd, wlo, whi := top.ratios(top.wide)
+		g("- **W2** (%d objects × ~%.0f KiB at %v per request, max_parallel_io %d): narrow query **%.2f×** the raw ranged-GET loop (%.2f–%.2f), wide **%.2f×** (%.2f–%.2f); goal ≥ 0.9×: narrow %s, wide %s.\n",
+			len(mid.keys), float64(mid.bytes)/float64(len(mid.keys))/1024, *latency, top.p, n, nlo, nhi, wd, wlo, whi,
+			verdict(n, 0.9, true), verdict(wd, 0.9, true))
+
+		w("## W2: %d objects of ~%.0f KiB behind a %v proxy, narrow and wide queries\n\n", len(mid.keys), float64(mid.bytes)/float64(len(mid.keys))/1024, *latency)
+		w("%d objects (%.1f MiB, half Arrow IPC files, half IPC streams, %d rows) on versitygw behind `test/faultproxy`, which adds %v to every request; the catalog gives every chunk's length. The narrow query reads one column (`x`, checked against the generator's sum), the wide one every column. remote_segments is the table function's pipeline (the `scanner` package: bind, plan, budget, IO scheduler, decode) in a Go process, with two consumer goroutines; the reference is the **raw ranged-GET loop**: P goroutines GETting whole objects from the same proxy, no decoding. MiB/s is the objects' bytes over the window from the first request's arrival at the proxy to the last one's end (bind's first GET included). Each P runs %d interleaved rounds (raw, narrow, wide); ratios are medians of the rounds' ratios with their min–max; MiB/s, requests and in-flight are medians. Measured %s (`go run ./test/bench/io -md …`).\n\n",
+			len(mid.keys), float64(mid.bytes)/(1<<20), mid.rows, *latency, max(1, *rounds), when)
+		w("| max_parallel_io | raw loop MiB/s | narrow MiB/s | narrow × raw | wide MiB/s | wide × raw | requests narrow / wide | round trips per chunk (narrow) | in flight raw / narrow / wide | client CPU s per GiB (narrow) | load avg |\n")
+		w("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, r := range m.w2 {
+			n, nlo, nhi := r.ratios(r.narrow)
+			wd, wlo, whi := r.ratios(r.wide)
+			speed := func(x runResult) float64 { return x.mibps(mid) }
+			rt := medianOf(r.narrow, func(x runResult) float64 { return float64(x.stats.RoundTrips) / float64(max(1, x.stats.Chunks)) })
+			lo, hi := slices.Min(r.load), slices.Max(r.load)
+			w("| %d | %.1f | %.1f | **%.2f×** (%.2f–%.2f) | %.1f | **%.2f×** (%.2f–%.2f) | %.0f / %.0f | %.2f | %.1f / %.1f / %.1f | %.2f | %.1f–%.1f |\n",
+				r.p, medianOf(r.raw, speed), medianOf(r.narrow, speed), n, nlo, nhi, medianOf(r.wide, speed), wd, wlo, whi,
+				medianOf(r.narrow, func(x runResult) float64 { return float64(x.requests) }), medianOf(r.wide, func(x runResult) float64 { return float64(x.requests) }),
+				rt,
+				medianOf(r.raw, func(x runResult) float64 { return x.inFlight }), medianOf(r.narrow, func(x runResult) float64 { return x.inFlight }),
+				medianOf(r.wide, func(x runResult) float64 { return x.inFlight }),
+				medianOf(r.narrow, func(x runResult) float64 { return x.cpu.Seconds() / (float64(mid.bytes) / (1 << 30)) }), lo, hi)
+		}
+		w("\nRequests are counted at the proxy (bind included). The client's CPU includes the proxy, which runs in the same process; versitygw's is apart.\n\n")
+		if l := m.large; l != nil {
+			w("Large objects in the same run: %d objects of ~%.0f MiB read in 8 MiB `request_size` parts at max_parallel_io 16: wide scan %.2f× the raw loop of the same parts (%.1f against %.1f MiB/s); narrow scan %.2f× the loop's time with %d chunks projected and %.1f MiB not fetched.\n\n",
+				len(l.d.keys), float64(l.d.bytes)/float64(len(l.d.keys))/(1<<20), l.raw.window.Seconds()/l.wide.window.Seconds(), l.wide.mibps(l.d), l.raw.mibps(l.d),
+				l.raw.window.Seconds()/l.narrow.window.Seconds(), l.narrow.stats.ProjectedChunks, float64(l.narrow.stats.ProjectionSaved)/(1<<20))
+		}
+		w("Requests in flight over time at a latency proxy, for the IO scheduler, the nested `buffered(k)` design it replaces and the raw loop (64 KiB objects; `go run ./test/bench/iosched`, part of `make bench`):\n\n![requests in flight over time](@/test/bench/iosched_inflight_64k.svg)\n\n")
+	}
+
+	if len(m.w3) > 0 {
+		var ratios []float64
+		failures := 0
+		var clean, mix []runResult
+		for _, r := range m.w3 {
+			clean = append(clean, r.clean)
+			if r.mix.err != nil {
+				failures++
+				continue
+			}
+			mix = append(mix, r.mix)
+			ratios = append(ratios, r.mix.window.Seconds()/r.clean.window.Seconds())
+		}
+		med, lo, hi := medianMinMax(ratios)
+		g("- **W3** (%d tiny chunks, fault mix of 5 %% 503 SlowDown, 1 %% resets mid-body, 1 %% 5-s stalls): **%.2f×** the fault-free time (%.2f–%.2f over %d runs), %d failed runs; goal ≤ 1.2×: %s.\n",
+			len(tiny.keys), med, lo, hi, len(m.w3), failures, verdict(med, 1.2, false))
+		w("## W3: %d tiny chunks, fault-free and under the fault mix\n\n", len(tiny.keys))
+		w("%d objects of ~%.1f KiB (%d rows), one column, max_parallel_io 64, %v per request at the proxy. Each run of the mix (5 %% of requests answered `503 SlowDown`, 1 %% of connections reset mid-body, 1 %% of requests stalled 5 s; a different seed per run) follows a fault-free run of the same scan, and its time is taken as a multiple of that run's: load that varies between runs cancels. Measured %s.\n\n",
+			len(tiny.keys), float64(tiny.bytes)/float64(len(tiny.keys))/1024, tiny.rows, *latency, when)
+		w("| | fault-free | fault mix |\n|---|--:|--:|\n")
+		w("| runs (failed) | %d | %d (%d) |\n", len(clean), len(m.w3), failures)
+		w("| time, median | %v | %v |\n", time.Duration(medianOf(clean, func(x runResult) float64 { return float64(x.window) })).Round(time.Millisecond),
+			time.Duration(medianOf(mix, func(x runResult) float64 { return float64(x.window) })).Round(time.Millisecond))
+		w("| × fault-free, median (min–max) | 1.00 | **%.2f×** (%.2f–%.2f) |\n", med, lo, hi)
+		perObj := func(x runResult) float64 { return float64(x.requests) / float64(len(tiny.keys)) }
+		w("| requests per object, median | %.2f | %.2f |\n", medianOf(clean, perObj), medianOf(mix, perObj))
+		w("| retries / hedges / throttled answers, median | – | %.0f / %.0f / %.0f |\n",
+			medianOf(mix, func(x runResult) float64 { return float64(x.stats.Retries) }),
+			medianOf(mix, func(x runResult) float64 { return float64(x.stats.HedgesIssued) }),
+			medianOf(mix, func(x runResult) float64 { return float64(x.stats.Throttled) }))
+		w("| requests in flight, time-averaged at the proxy, median | %.1f | %.1f |\n",
+			medianOf(clean, func(x runResult) float64 { return x.inFlight }), medianOf(mix, func(x runResult) float64 { return x.inFlight }))
+		var loads []float64
+		for _, r := range m.w3 {
+			loads = append(loads, r.load)
+		}
+		w("| load average during the runs | %.1f–%.1f | |\n\n", slices.Min(loads), slices.Max(loads))
+		if o := m.overload; o != nil {
+			told, asks := o[0], o[1]
+			w("Overload in the same run: a store that serves 16 GETs at once and answers `503 SlowDown` beyond, %d objects of W2, every column: the scan asking for 64 took %.2f× the time of the scan told 16, with %.1f %% of its %d requests answered SlowDown (its limit on requests in flight went down to %d and ended at %d).\n\n",
+				len(mid.keys), asks.window.Seconds()/told.window.Seconds(), 100*float64(asks.proxy.OverCapacity)/float64(max(1, asks.requests)), asks.requests,
+				asks.stats.LimitMin, asks.stats.LimitFinal)
+		}
+	}
+	out := goals.String() + "<!-- sections -->\n" + body.String()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(out), 0o644)
+}
