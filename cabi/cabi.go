@@ -457,8 +457,11 @@ func (t *threadState) describeData(d *C.rs_col, typ *colType, a arrow.ArrayData)
 		kind:     C.int32_t(typ.kind),
 		width:    C.int32_t(typ.width),
 		in_width: C.int32_t(typ.inWidth),
-		factor:   C.int64_t(typ.factor),
+		unit:     C.int64_t(typ.unit),
 		base:     C.int64_t(a.Offset()),
+	}
+	if typ.signedIndex {
+		d.signed_index = 1
 	}
 	if a.NullN() > 0 && len(bufs) > 0 && bufs[0] != nil {
 		d.validity = (*C.uint8_t)(t.pinBuffer(bufs[0]))

@@ -61,7 +61,7 @@ var namedParameters = []namedParameter{
 		}
 		c.CoalesceGap = n
 		if n == 0 {
-			c.CoalesceGap = -1 // iosched: negative disables; here 0 means "no gap"
+			c.CoalesceGap = scanner.AdjacentOnly // the Config's zero is the default gap
 		}
 		return nil
 	}},
@@ -69,7 +69,7 @@ var namedParameters = []namedParameter{
 		n, err := intIn(v, 0, 100)
 		c.Retries = n
 		if n == 0 {
-			c.Retries = -1 // scanner: 0 is the default, negative never retries
+			c.Retries = scanner.NeverRetry // the Config's zero is the default
 		}
 		return err
 	}},
@@ -155,24 +155,38 @@ func boolean(v string) (bool, error) {
 func envName(name string) string { return "REMOTE_SEGMENTS_" + strings.ToUpper(name) }
 
 // readNamedParameters fills cfg from the environment defaults, then from the
-// query's named parameters. An invalid value is an error naming the
-// parameter (and the variable) and what it accepts.
+// query's named parameters (applyParameters).
 func readNamedParameters(info C.duckdb_bind_info, cfg *scanner.Config) error {
+	return applyParameters(cfg, os.LookupEnv, func(name string) (string, bool) {
+		var present C.bool
+		cname := C.CString(name)
+		cv := C.rs_bind_get_named_varchar(info, cname, &present)
+		C.free(unsafe.Pointer(cname))
+		if !present || cv == nil { // absent, or NULL: the default
+			return "", false
+		}
+		defer C.rs_free(unsafe.Pointer(cv))
+		return C.GoString(cv), true
+	})
+}
+
+// applyParameters is the one place parameters are parsed: for each named
+// parameter, in the order of namedParameters, the environment's default
+// (env, REMOTE_SEGMENTS_<NAME>, ignored when empty) and then the query's
+// value (given: the value as text, and whether the query gave one that is
+// not NULL) are set into cfg. An invalid value is an error naming the
+// parameter (and the variable) and what it accepts.
+func applyParameters(cfg *scanner.Config, env, given func(name string) (string, bool)) error {
 	for _, p := range namedParameters {
-		if v, ok := os.LookupEnv(envName(p.name)); ok && v != "" {
+		if v, ok := env(envName(p.name)); ok && v != "" {
 			if err := p.set(cfg, v); err != nil {
 				return fmt.Errorf("remote_segments: environment variable %s: %s %v", envName(p.name), p.name, err)
 			}
 		}
-		var present C.bool
-		cname := C.CString(p.name)
-		cv := C.rs_bind_get_named_varchar(info, cname, &present)
-		C.free(unsafe.Pointer(cname))
-		if !present || cv == nil { // absent, or NULL: the default
+		v, ok := given(p.name)
+		if !ok {
 			continue
 		}
-		v := C.GoString(cv)
-		C.rs_free(unsafe.Pointer(cv))
 		if err := p.set(cfg, v); err != nil {
 			return fmt.Errorf("remote_segments: %s %v", p.name, err)
 		}

@@ -247,12 +247,14 @@ static inline uint64_t read_uint(const uint8_t *p, int w) {
 	}
 }
 
-static inline int64_t scale(int64_t v, int64_t factor) {
-	if (factor > 0) {
-		return v * factor;
+// scale converts v by unit: v * unit when unit > 0, else v / -unit rounded
+// down (floor division, so instants before the epoch round down like DuckDB
+// does).
+static inline int64_t scale(int64_t v, int64_t unit) {
+	if (unit > 0) {
+		return v * unit;
 	}
-	// Floor division, so instants before the epoch round down like DuckDB does.
-	int64_t d = -factor, q = v / d;
+	int64_t d = -unit, q = v / d;
 	return (v % d != 0 && v < 0) ? q - 1 : q;
 }
 
@@ -285,20 +287,169 @@ typedef struct {
 	int64_t micros;
 } rs_interval;
 
+// The per-type copies. Each copies physical rows [p, p+n) of col into vec at
+// rows [dst, dst+n); out is vec's data. rs_fill_vector dispatches to them by
+// kind and then copies the validity, so a copy only writes values (and marks
+// NULLs a dictionary or a STRUCT adds).
+typedef void (*copy_fn)(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n);
+
+static void copy_fixed(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	memcpy(out + dst * col->width, col->data + p * col->width, n * (idx_t)col->width);
+}
+
+static void copy_bool(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	for (idx_t r = 0; r < n; r++) {
+		out[dst + r] = bit_at(col->data, p + (int64_t)r);
+	}
+}
+
+static void copy_utf8(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	duckdb_string_t *slots = (duckdb_string_t *)out;
+	for (idx_t r = 0; r < n; r++) {
+		int64_t i = p + (int64_t)r;
+		if (col->validity && !bit_at(col->validity, i)) {
+			continue;
+		}
+		int64_t o0 = offset_at(col->offsets, col->width, i), o1 = offset_at(col->offsets, col->width, i + 1);
+		write_string(vec, &slots[dst + r], dst + r, (const char *)col->data + o0, (uint32_t)(o1 - o0));
+	}
+}
+
+// copy_view: an Arrow view of at most 12 bytes has DuckDB's inline layout,
+// but the format leaves the bytes after the string unspecified while DuckDB
+// compares all 16: copy the string alone (write_string zeroes the rest).
+static void copy_view(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	const uint8_t *views = col->data;
+	duckdb_string_t *slots = (duckdb_string_t *)out;
+	for (idx_t r = 0; r < n; r++) {
+		int64_t i = p + (int64_t)r;
+		if (col->validity && !bit_at(col->validity, i)) {
+			continue;
+		}
+		const uint8_t *v = views + i * 16;
+		int32_t len, buf, off;
+		memcpy(&len, v, 4);
+		if (len <= 12) {
+			write_string(vec, &slots[dst + r], dst + r, (const char *)v + 4, (uint32_t)len);
+			continue;
+		}
+		memcpy(&buf, v + 8, 4);
+		memcpy(&off, v + 12, 4);
+		duckdb_vector_assign_string_element_len(vec, dst + r, (const char *)col->buffers[buf] + off, (idx_t)len);
+	}
+}
+
+static void copy_fixed_binary(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	duckdb_string_t *slots = (duckdb_string_t *)out;
+	for (idx_t r = 0; r < n; r++) {
+		int64_t i = p + (int64_t)r;
+		if (col->validity && !bit_at(col->validity, i)) {
+			continue;
+		}
+		write_string(vec, &slots[dst + r], dst + r, (const char *)col->data + i * col->width, (uint32_t)col->width);
+	}
+}
+
+// copy_const_str assigns once, then copies the 16-byte string_t: a long
+// string's pointer refers to this vector's own heap, valid for every row of
+// it. The column has no validity: never NULL.
+static void copy_const_str(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	duckdb_string_t *slots = (duckdb_string_t *)out;
+	write_string(vec, &slots[dst], dst, (const char *)col->data, (uint32_t)col->length);
+	for (idx_t r = 1; r < n; r++) {
+		slots[dst + r] = slots[dst];
+	}
+}
+
+static void copy_scale_i64(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	int64_t *o = (int64_t *)out + dst;
+	const int64_t *in = (const int64_t *)col->data + p;
+	for (idx_t r = 0; r < n; r++) {
+		o[r] = scale(in[r], col->unit);
+	}
+}
+
+static void copy_i32_to_i64(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	int64_t *o = (int64_t *)out + dst;
+	const int32_t *in = (const int32_t *)col->data + p;
+	for (idx_t r = 0; r < n; r++) {
+		o[r] = (int64_t)in[r] * col->unit;
+	}
+}
+
+static void copy_date64(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	int32_t *o = (int32_t *)out + dst;
+	const int64_t *in = (const int64_t *)col->data + p;
+	for (idx_t r = 0; r < n; r++) {
+		o[r] = (int32_t)scale(in[r], -86400000LL);
+	}
+}
+
+static void copy_decimal(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	for (idx_t r = 0; r < n; r++) {
+		__int128 v = read_int(col->data + (p + (int64_t)r) * col->in_width, col->in_width);
+		memcpy(out + (dst + r) * col->width, &v, col->width); // little-endian: the low bytes
+	}
+}
+
+static void copy_duration(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	rs_interval *o = (rs_interval *)out + dst;
+	const int64_t *in = (const int64_t *)col->data + p;
+	for (idx_t r = 0; r < n; r++) {
+		o[r] = (rs_interval){0, 0, scale(in[r], col->unit)};
+	}
+}
+
+static void copy_interval_ym(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	rs_interval *o = (rs_interval *)out + dst;
+	const int32_t *in = (const int32_t *)col->data + p;
+	for (idx_t r = 0; r < n; r++) {
+		o[r] = (rs_interval){in[r], 0, 0};
+	}
+}
+
+static void copy_interval_dt(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	rs_interval *o = (rs_interval *)out + dst;
+	const int32_t *in = (const int32_t *)col->data + 2 * p;
+	for (idx_t r = 0; r < n; r++) {
+		o[r] = (rs_interval){0, in[2 * r], (int64_t)in[2 * r + 1] * 1000};
+	}
+}
+
+static void copy_interval_mdn(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	rs_interval *o = (rs_interval *)out + dst;
+	for (idx_t r = 0; r < n; r++) {
+		const uint8_t *v = col->data + (p + (int64_t)r) * 16;
+		int32_t months, days;
+		int64_t ns;
+		memcpy(&months, v, 4);
+		memcpy(&days, v + 4, 4);
+		memcpy(&ns, v + 8, 8);
+		o[r] = (rs_interval){months, days, scale(ns, -1000)};
+	}
+}
+
+static void copy_float16(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	float *o = (float *)out + dst;
+	const uint16_t *in = (const uint16_t *)col->data + p;
+	for (idx_t r = 0; r < n; r++) {
+		o[r] = half_to_float(in[r]);
+	}
+}
+
 static void fill(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, idx_t n);
 
-// fill_dict gathers dictionary values: a fixed-width or string dictionary is
+// copy_dict gathers dictionary values: a fixed-width or string dictionary is
 // copied directly, any other by filling one row at a time.
-static void fill_dict(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t p, idx_t n) {
+static void copy_dict(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
 	const rs_col *dict = &col->children[0];
-	uint8_t *out = (uint8_t *)duckdb_vector_get_data(vec);
 	for (idx_t r = 0; r < n; r++) {
 		int64_t i = p + (int64_t)r;
 		if (col->validity && !bit_at(col->validity, i)) {
 			continue;
 		}
 		const uint8_t *ip = col->data + i * col->in_width;
-		int64_t k = col->factor ? (int64_t)read_int(ip, col->in_width) : (int64_t)read_uint(ip, col->in_width);
+		int64_t k = col->signed_index ? (int64_t)read_int(ip, col->in_width) : (int64_t)read_uint(ip, col->in_width);
 		int64_t dp = dict->base + k;
 		if (dict->validity && !bit_at(dict->validity, dp)) {
 			set_invalid(vec, dst + r);
@@ -319,197 +470,82 @@ static void fill_dict(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t p
 	}
 }
 
-// fill copies logical rows [src, src+n) of col into vec at rows [dst, dst+n).
+static void copy_list(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	const rs_col *child = &col->children[0];
+	int64_t first = offset_at(col->offsets, col->width, p);
+	int64_t last = offset_at(col->offsets, col->width, p + (int64_t)n);
+	idx_t base = duckdb_list_vector_get_size(vec); // lists of this chunk so far
+	idx_t total = base + (idx_t)(last - first);
+	duckdb_list_vector_reserve(vec, total);
+	duckdb_list_entry *e = (duckdb_list_entry *)out + dst;
+	for (idx_t r = 0; r < n; r++) {
+		int64_t o0 = offset_at(col->offsets, col->width, p + (int64_t)r);
+		int64_t o1 = offset_at(col->offsets, col->width, p + (int64_t)r + 1);
+		e[r].offset = base + (uint64_t)(o0 - first);
+		e[r].length = (uint64_t)(o1 - o0);
+	}
+	fill(duckdb_list_vector_get_child(vec), child, base, first, (idx_t)(last - first));
+	duckdb_list_vector_set_size(vec, total);
+}
+
+static void copy_array(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	idx_t size = (idx_t)col->width;
+	fill(duckdb_array_vector_get_child(vec), &col->children[0], dst * size, p * (int64_t)size, n * size);
+}
+
+// copy_struct fills each field; a NULL struct has NULL fields in DuckDB,
+// while Arrow leaves them arbitrary.
+static void copy_struct(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	for (int32_t c = 0; c < col->nchildren; c++) {
+		duckdb_vector child = duckdb_struct_vector_get_child(vec, (idx_t)c);
+		fill(child, &col->children[c], dst, p, n);
+		for (idx_t r = 0; col->validity && r < n; r++) {
+			if (!bit_at(col->validity, p + (int64_t)r)) {
+				set_invalid(child, dst + r);
+			}
+		}
+	}
+}
+
+// copies is the dispatch table of the kernels, by enum rs_kind.
+static const copy_fn copies[] = {
+	[RS_FIXED] = copy_fixed,
+	[RS_BOOL] = copy_bool,
+	[RS_UTF8] = copy_utf8,
+	[RS_CONST_STR] = copy_const_str,
+	[RS_VIEW] = copy_view,
+	[RS_FIXED_BINARY] = copy_fixed_binary,
+	[RS_SCALE_I64] = copy_scale_i64,
+	[RS_I32_TO_I64] = copy_i32_to_i64,
+	[RS_DATE64] = copy_date64,
+	[RS_DECIMAL] = copy_decimal,
+	[RS_DURATION] = copy_duration,
+	[RS_INTERVAL_YM] = copy_interval_ym,
+	[RS_INTERVAL_DT] = copy_interval_dt,
+	[RS_INTERVAL_MDN] = copy_interval_mdn,
+	[RS_FLOAT16] = copy_float16,
+	[RS_DICT] = copy_dict,
+	[RS_LIST] = copy_list,
+	[RS_ARRAY] = copy_array,
+	[RS_STRUCT] = copy_struct,
+};
+
+// fill copies logical rows [src, src+n) of col into vec at rows [dst, dst+n):
+// the kind's copy, then the validity.
 static void fill(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, idx_t n) {
 	if (n == 0) {
 		return;
 	}
 	int64_t p = col->base + src; // physical index of the first row
-	uint8_t *out = (uint8_t *)duckdb_vector_get_data(vec);
-	switch (col->kind) {
-	case RS_FIXED:
-		memcpy(out + dst * col->width, col->data + p * col->width, n * (idx_t)col->width);
-		break;
-	case RS_BOOL:
-		for (idx_t r = 0; r < n; r++) {
-			out[dst + r] = bit_at(col->data, p + (int64_t)r);
-		}
-		break;
-	case RS_UTF8: {
-		duckdb_string_t *slots = (duckdb_string_t *)out;
-		for (idx_t r = 0; r < n; r++) {
-			int64_t i = p + (int64_t)r;
-			if (col->validity && !bit_at(col->validity, i)) {
-				continue;
-			}
-			int64_t o0 = offset_at(col->offsets, col->width, i), o1 = offset_at(col->offsets, col->width, i + 1);
-			write_string(vec, &slots[dst + r], dst + r, (const char *)col->data + o0, (uint32_t)(o1 - o0));
-		}
-		break;
-	}
-	case RS_VIEW: {
-		// An Arrow view of at most 12 bytes has DuckDB's inline layout, but the
-		// format leaves the bytes after the string unspecified while DuckDB
-		// compares all 16: copy the string alone (write_string zeroes the rest).
-		const uint8_t *views = col->data;
-		duckdb_string_t *slots = (duckdb_string_t *)out;
-		for (idx_t r = 0; r < n; r++) {
-			int64_t i = p + (int64_t)r;
-			if (col->validity && !bit_at(col->validity, i)) {
-				continue;
-			}
-			const uint8_t *v = views + i * 16;
-			int32_t len, buf, off;
-			memcpy(&len, v, 4);
-			if (len <= 12) {
-				write_string(vec, &slots[dst + r], dst + r, (const char *)v + 4, (uint32_t)len);
-				continue;
-			}
-			memcpy(&buf, v + 8, 4);
-			memcpy(&off, v + 12, 4);
-			duckdb_vector_assign_string_element_len(vec, dst + r, (const char *)col->buffers[buf] + off, (idx_t)len);
-		}
-		break;
-	}
-	case RS_FIXED_BINARY: {
-		duckdb_string_t *slots = (duckdb_string_t *)out;
-		for (idx_t r = 0; r < n; r++) {
-			int64_t i = p + (int64_t)r;
-			if (col->validity && !bit_at(col->validity, i)) {
-				continue;
-			}
-			write_string(vec, &slots[dst + r], dst + r, (const char *)col->data + i * col->width, (uint32_t)col->width);
-		}
-		break;
-	}
-	case RS_CONST_STR: {
-		// Assign once, then copy the 16-byte string_t: a long string's pointer
-		// refers to this vector's own heap, valid for every row of it.
-		duckdb_string_t *slots = (duckdb_string_t *)out;
-		write_string(vec, &slots[dst], dst, (const char *)col->data, (uint32_t)col->length);
-		for (idx_t r = 1; r < n; r++) {
-			slots[dst + r] = slots[dst];
-		}
-		return; // never NULL
-	}
-	case RS_SCALE_I64: {
-		int64_t *o = (int64_t *)out + dst;
-		const int64_t *in = (const int64_t *)col->data + p;
-		for (idx_t r = 0; r < n; r++) {
-			o[r] = scale(in[r], col->factor);
-		}
-		break;
-	}
-	case RS_I32_TO_I64: {
-		int64_t *o = (int64_t *)out + dst;
-		const int32_t *in = (const int32_t *)col->data + p;
-		for (idx_t r = 0; r < n; r++) {
-			o[r] = (int64_t)in[r] * col->factor;
-		}
-		break;
-	}
-	case RS_DATE64: {
-		int32_t *o = (int32_t *)out + dst;
-		const int64_t *in = (const int64_t *)col->data + p;
-		for (idx_t r = 0; r < n; r++) {
-			o[r] = (int32_t)scale(in[r], -86400000LL);
-		}
-		break;
-	}
-	case RS_DECIMAL:
-		for (idx_t r = 0; r < n; r++) {
-			__int128 v = read_int(col->data + (p + (int64_t)r) * col->in_width, col->in_width);
-			memcpy(out + (dst + r) * col->width, &v, col->width); // little-endian: the low bytes
-		}
-		break;
-	case RS_DURATION: {
-		rs_interval *o = (rs_interval *)out + dst;
-		const int64_t *in = (const int64_t *)col->data + p;
-		for (idx_t r = 0; r < n; r++) {
-			o[r] = (rs_interval){0, 0, scale(in[r], col->factor)};
-		}
-		break;
-	}
-	case RS_INTERVAL_YM: {
-		rs_interval *o = (rs_interval *)out + dst;
-		const int32_t *in = (const int32_t *)col->data + p;
-		for (idx_t r = 0; r < n; r++) {
-			o[r] = (rs_interval){in[r], 0, 0};
-		}
-		break;
-	}
-	case RS_INTERVAL_DT: {
-		rs_interval *o = (rs_interval *)out + dst;
-		const int32_t *in = (const int32_t *)col->data + 2 * p;
-		for (idx_t r = 0; r < n; r++) {
-			o[r] = (rs_interval){0, in[2 * r], (int64_t)in[2 * r + 1] * 1000};
-		}
-		break;
-	}
-	case RS_INTERVAL_MDN: {
-		rs_interval *o = (rs_interval *)out + dst;
-		for (idx_t r = 0; r < n; r++) {
-			const uint8_t *v = col->data + (p + (int64_t)r) * 16;
-			int32_t months, days;
-			int64_t ns;
-			memcpy(&months, v, 4);
-			memcpy(&days, v + 4, 4);
-			memcpy(&ns, v + 8, 8);
-			o[r] = (rs_interval){months, days, scale(ns, -1000)};
-		}
-		break;
-	}
-	case RS_FLOAT16: {
-		float *o = (float *)out + dst;
-		const uint16_t *in = (const uint16_t *)col->data + p;
-		for (idx_t r = 0; r < n; r++) {
-			o[r] = half_to_float(in[r]);
-		}
-		break;
-	}
-	case RS_DICT:
-		fill_dict(vec, col, dst, p, n);
-		break;
-	case RS_LIST: {
-		const rs_col *child = &col->children[0];
-		int64_t first = offset_at(col->offsets, col->width, p);
-		int64_t last = offset_at(col->offsets, col->width, p + (int64_t)n);
-		idx_t base = duckdb_list_vector_get_size(vec); // lists of this chunk so far
-		idx_t total = base + (idx_t)(last - first);
-		duckdb_list_vector_reserve(vec, total);
-		duckdb_list_entry *e = (duckdb_list_entry *)out + dst;
-		for (idx_t r = 0; r < n; r++) {
-			int64_t o0 = offset_at(col->offsets, col->width, p + (int64_t)r);
-			int64_t o1 = offset_at(col->offsets, col->width, p + (int64_t)r + 1);
-			e[r].offset = base + (uint64_t)(o0 - first);
-			e[r].length = (uint64_t)(o1 - o0);
-		}
-		fill(duckdb_list_vector_get_child(vec), child, base, first, (idx_t)(last - first));
-		duckdb_list_vector_set_size(vec, total);
-		break;
-	}
-	case RS_ARRAY: {
-		idx_t size = (idx_t)col->width;
-		fill(duckdb_array_vector_get_child(vec), &col->children[0], dst * size, p * (int64_t)size, n * size);
-		break;
-	}
-	case RS_STRUCT:
-		for (int32_t c = 0; c < col->nchildren; c++) {
-			duckdb_vector child = duckdb_struct_vector_get_child(vec, (idx_t)c);
-			fill(child, &col->children[c], dst, p, n);
-			// A NULL struct has NULL fields in DuckDB; Arrow leaves them arbitrary.
-			for (idx_t r = 0; col->validity && r < n; r++) {
-				if (!bit_at(col->validity, p + (int64_t)r)) {
-					set_invalid(child, dst + r);
-				}
-			}
-		}
-		break;
+	if (col->kind > 0 && (size_t)col->kind < sizeof(copies) / sizeof(copies[0]) && copies[col->kind]) {
+		copies[col->kind](vec, col, (uint8_t *)duckdb_vector_get_data(vec), dst, p, n);
 	}
 	if (col->validity) {
 		copy_validity(vec, col->validity, p, dst, n);
 	}
 }
+
+void rs_fill_vector(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, idx_t n) { fill(vec, col, dst, src, n); }
 
 void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows) {
 	for (idx_t c = 0; c < ncols; c++) {

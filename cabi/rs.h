@@ -27,16 +27,16 @@ enum rs_kind {
 	RS_CONST_STR = 4,    // one string repeated on every row (segment_id, chunk_id)
 	RS_VIEW = 5,         // utf8_view/binary_view; buffers = variadic data buffers
 	RS_FIXED_BINARY = 6, // fixed_size_binary; width = bytes per value
-	RS_SCALE_I64 = 7,    // int64 * factor (factor > 0) or / -factor (factor < 0)
-	RS_I32_TO_I64 = 8,   // int32 * factor -> int64 (time32 -> TIME)
+	RS_SCALE_I64 = 7,    // int64 * unit (unit > 0) or / -unit (unit < 0)
+	RS_I32_TO_I64 = 8,   // int32 * unit -> int64 (time32 -> TIME)
 	RS_DATE64 = 9,       // int64 milliseconds -> int32 days
 	RS_DECIMAL = 10,     // signed integer of in_width bytes -> width bytes
-	RS_DURATION = 11,    // int64 * factor (or / -factor) microseconds -> INTERVAL
+	RS_DURATION = 11,    // int64 * unit (or / -unit) microseconds -> INTERVAL
 	RS_INTERVAL_YM = 12, // int32 months -> INTERVAL
 	RS_INTERVAL_DT = 13, // {int32 days, int32 ms} -> INTERVAL
 	RS_INTERVAL_MDN = 14,// {int32 months, int32 days, int64 ns} -> INTERVAL
 	RS_FLOAT16 = 15,     // IEEE half -> float
-	RS_DICT = 16,        // indices of in_width bytes (signed if factor != 0) into children[0]
+	RS_DICT = 16,        // indices of in_width bytes (signed if signed_index) into children[0]
 	RS_LIST = 17,        // width = offset width (4 or 8); children[0] = values (LIST and MAP)
 	RS_ARRAY = 18,       // fixed_size_list; width = list size; children[0] = values
 	RS_STRUCT = 19,      // children = fields
@@ -50,7 +50,8 @@ typedef struct rs_col {
 	int32_t width;
 	int32_t in_width;          // RS_DECIMAL, RS_DICT: input integer width
 	int32_t nchildren;
-	int64_t factor;
+	int32_t signed_index;      // RS_DICT: the indices are signed
+	int64_t unit;              // RS_SCALE_I64, RS_I32_TO_I64, RS_DURATION: see scale()
 	int64_t base;              // Arrow offset of the array
 	int64_t length;            // RS_CONST_STR: string length
 	const uint8_t *data;       // values / chars / the constant string / indices
@@ -63,6 +64,12 @@ typedef struct rs_col {
 // rs_fill copies rows [start, start+nrows) of ncols columns into out and sets
 // its size; nrows is at most rs_vector_size().
 void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows);
+
+// rs_fill_vector copies logical rows [src, src+n) of col into vec at rows
+// [dst, dst+n): the one entry to the per-type copy kernels (a dispatch by
+// kind, then the validity), for rs_fill and for any other edition's adapter
+// that fills DuckDB vectors from the same rs_col descriptions.
+void rs_fill_vector(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src, idx_t n);
 
 // Logical types for bind. Each constructor returns a new type the caller
 // destroys with rs_type_destroy; the composite ones do not take ownership of

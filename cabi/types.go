@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -43,11 +44,16 @@ type colType struct {
 	decWidth uint8 // DECIMAL
 	decScale uint8
 	kind     int
-	width    int   // see enum rs_kind: value width, offset width or list size
-	inWidth  int   // DECIMAL and dictionary indices: input integer width
-	factor   int64 // unit conversion; for dictionaries, nonzero means signed indices
-	children []colType
-	names    []string // STRUCT field names
+	width    int // see enum rs_kind: value width, offset width or list size
+	inWidth  int // DECIMAL and dictionary indices: input integer width
+	// unit converts time units to microseconds: multiply by it when
+	// positive, floor-divide by -unit when negative (toMicros); 0 for
+	// kinds without a unit.
+	unit int64
+	// signedIndex: a dictionary's indices are signed integers.
+	signedIndex bool
+	children    []colType
+	names       []string // STRUCT field names
 }
 
 // column is one output column: its name, type, and where its values come from.
@@ -106,7 +112,8 @@ var fixedTypes = map[arrow.Type]struct {
 }
 
 // toMicros is the factor from a time unit to microseconds for the kernels'
-// scale(): multiply when positive, floor-divide by -factor when negative.
+// scale() (colType.unit): multiply when positive, floor-divide by -unit
+// when negative. It is never written.
 var toMicros = map[arrow.TimeUnit]int64{arrow.Second: 1_000_000, arrow.Millisecond: 1_000, arrow.Microsecond: 1, arrow.Nanosecond: -1_000}
 
 // typeFor maps an Arrow type to its DuckDB counterpart, or says why there is none.
@@ -141,20 +148,20 @@ func typeFor(dt arrow.DataType) (colType, error) {
 			if t.Unit == arrow.Microsecond {
 				return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindFixed, width: 8}, nil
 			}
-			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindScaleI64, factor: toMicros[t.Unit]}, nil
+			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindScaleI64, unit: toMicros[t.Unit]}, nil
 		}
 		duck := map[arrow.TimeUnit]C.duckdb_type{arrow.Second: C.DUCKDB_TYPE_TIMESTAMP_S, arrow.Millisecond: C.DUCKDB_TYPE_TIMESTAMP_MS,
 			arrow.Microsecond: C.DUCKDB_TYPE_TIMESTAMP, arrow.Nanosecond: C.DUCKDB_TYPE_TIMESTAMP_NS}[t.Unit]
 		return colType{duck: duck, kind: kindFixed, width: 8}, nil
 	case *arrow.Time32Type:
-		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindI32ToI64, factor: toMicros[t.Unit]}, nil
+		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindI32ToI64, unit: toMicros[t.Unit]}, nil
 	case *arrow.Time64Type:
 		if t.Unit == arrow.Microsecond {
 			return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindFixed, width: 8}, nil
 		}
-		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindScaleI64, factor: toMicros[t.Unit]}, nil
+		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindScaleI64, unit: toMicros[t.Unit]}, nil
 	case *arrow.DurationType:
-		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindDuration, factor: toMicros[t.Unit]}, nil
+		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindDuration, unit: toMicros[t.Unit]}, nil
 	case *arrow.MonthIntervalType:
 		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindIntervalYM}, nil
 	case *arrow.DayTimeIntervalType:
@@ -173,10 +180,8 @@ func typeFor(dt arrow.DataType) (colType, error) {
 			return v, fmt.Errorf("dictionary index type %s is not an integer", t.IndexType)
 		}
 		d := v
-		d.kind, d.width, d.inWidth, d.factor, d.children = kindDict, 0, idx.BitWidth()/8, 0, []colType{v}
-		if arrow.IsSignedInteger(t.IndexType.ID()) {
-			d.factor = 1
-		}
+		d.kind, d.width, d.inWidth, d.unit, d.children = kindDict, 0, idx.BitWidth()/8, 0, []colType{v}
+		d.signedIndex = arrow.IsSignedInteger(t.IndexType.ID())
 		return d, nil
 	case *arrow.ListType:
 		return listType(t.Elem(), 4)
@@ -286,4 +291,54 @@ func logicalType(t colType) C.duckdb_logical_type {
 		return C.rs_type_struct(&types[0], &names[0], C.idx_t(n))
 	}
 	return C.rs_type_primitive(t.duck)
+}
+
+// duckNames names the DuckDB types typeFor produces, for String.
+var duckNames = map[C.duckdb_type]string{
+	C.DUCKDB_TYPE_BOOLEAN: "BOOLEAN", C.DUCKDB_TYPE_TINYINT: "TINYINT", C.DUCKDB_TYPE_SMALLINT: "SMALLINT",
+	C.DUCKDB_TYPE_INTEGER: "INTEGER", C.DUCKDB_TYPE_BIGINT: "BIGINT", C.DUCKDB_TYPE_UTINYINT: "UTINYINT",
+	C.DUCKDB_TYPE_USMALLINT: "USMALLINT", C.DUCKDB_TYPE_UINTEGER: "UINTEGER", C.DUCKDB_TYPE_UBIGINT: "UBIGINT",
+	C.DUCKDB_TYPE_FLOAT: "FLOAT", C.DUCKDB_TYPE_DOUBLE: "DOUBLE", C.DUCKDB_TYPE_DATE: "DATE", C.DUCKDB_TYPE_TIME: "TIME",
+	C.DUCKDB_TYPE_TIMESTAMP: "TIMESTAMP", C.DUCKDB_TYPE_TIMESTAMP_S: "TIMESTAMP_S", C.DUCKDB_TYPE_TIMESTAMP_MS: "TIMESTAMP_MS",
+	C.DUCKDB_TYPE_TIMESTAMP_NS: "TIMESTAMP_NS", C.DUCKDB_TYPE_TIMESTAMP_TZ: "TIMESTAMP_TZ", C.DUCKDB_TYPE_INTERVAL: "INTERVAL",
+	C.DUCKDB_TYPE_VARCHAR: "VARCHAR", C.DUCKDB_TYPE_BLOB: "BLOB", C.DUCKDB_TYPE_DECIMAL: "DECIMAL", C.DUCKDB_TYPE_LIST: "LIST",
+	C.DUCKDB_TYPE_ARRAY: "ARRAY", C.DUCKDB_TYPE_MAP: "MAP", C.DUCKDB_TYPE_STRUCT: "STRUCT",
+}
+
+// String describes t as the DuckDB type it declares and how its values are
+// copied: the type name, then the fields of the copy that are set, then the
+// children in parentheses, such as "TIMESTAMP_TZ kind=7 unit=-1000" or
+// "LIST kind=17 width=4 (VARCHAR kind=3 width=4)".
+func (t colType) String() string {
+	var b strings.Builder
+	b.WriteString(duckNames[t.duck])
+	if t.duck == C.DUCKDB_TYPE_DECIMAL {
+		fmt.Fprintf(&b, "(%d,%d)", t.decWidth, t.decScale)
+	}
+	fmt.Fprintf(&b, " kind=%d", t.kind)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"width", int64(t.width)}, {"in_width", int64(t.inWidth)}, {"unit", t.unit}} {
+		if f.v != 0 {
+			fmt.Fprintf(&b, " %s=%d", f.name, f.v)
+		}
+	}
+	if t.signedIndex {
+		b.WriteString(" signed")
+	}
+	if len(t.children) > 0 {
+		b.WriteString(" (")
+		for i, c := range t.children {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if i < len(t.names) {
+				b.WriteString(t.names[i] + " ")
+			}
+			b.WriteString(c.String())
+		}
+		b.WriteString(")")
+	}
+	return b.String()
 }

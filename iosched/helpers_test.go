@@ -97,11 +97,13 @@ func newScheduler(t testing.TB, o iosched.Options) *iosched.Scheduler {
 
 func sum(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
 
-// memStore is an in-memory store whose GETs take delay (honouring ctx) and
-// that records the order and concurrency of GETs.
+// memStore is an in-memory store whose GETs take delay, or wait until gate
+// is closed (honouring ctx), and that records the order and concurrency of
+// GETs.
 type memStore struct {
 	objects map[string][]byte
 	delay   func(name string, off int64) time.Duration
+	gate    chan struct{} // if set, every GET waits until the test closes it
 
 	mu       sync.Mutex
 	order    []string // "name@off" in the order GETs started
@@ -121,6 +123,13 @@ func (m *memStore) GetRange(ctx context.Context, name string, off, length int64)
 		m.cur--
 		m.mu.Unlock()
 	}()
+	if m.gate != nil {
+		select {
+		case <-m.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if m.delay != nil {
 		if d := m.delay(name, off); d > 0 {
 			select {
@@ -170,7 +179,9 @@ func wholeReqs(st store.Store, prefix string, objects map[string][]byte, q uint6
 	return reqs
 }
 
-// eventually polls cond every 2 ms for up to d.
+// eventually polls cond every 2 ms for up to d and reports whether it
+// held: every caller asserts the result (a test that waits for a condition
+// and then ignores it passes whether or not the condition was reached).
 func eventually(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {

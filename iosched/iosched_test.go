@@ -361,7 +361,9 @@ func TestSetParallelism(t *testing.T) {
 		}
 		return best
 	}
-	eventually(5*time.Second, func() bool { return s.Stats().Issued >= 10 })
+	if !eventually(5*time.Second, func() bool { return s.Stats().Issued >= 10 }) {
+		t.Fatalf("%d GETs issued at parallelism 2, want 10", s.Stats().Issued)
+	}
 	if c := concurrency(time.Time{}); c > 2 {
 		t.Fatalf("concurrency %d with parallelism 2", c)
 	}
@@ -370,7 +372,9 @@ func TestSetParallelism(t *testing.T) {
 	if !eventually(5*time.Second, func() bool { return s.Stats().InFlight == 6 }) {
 		t.Fatalf("in flight %d after SetParallelism(6)", s.Stats().InFlight)
 	}
-	eventually(5*time.Second, func() bool { return s.Stats().Issued >= 60 })
+	if !eventually(5*time.Second, func() bool { return s.Stats().Issued >= 60 }) {
+		t.Fatalf("%d GETs issued after SetParallelism(6), want 60", s.Stats().Issued)
+	}
 	if c := concurrency(t1); c > 6 || c < 5 {
 		t.Fatalf("concurrency %d after SetParallelism(6)", c)
 	}
@@ -378,7 +382,9 @@ func TestSetParallelism(t *testing.T) {
 	s.SetParallelism(1)
 	// GETs that start after the shrink start only once the older ones are
 	// done, so from the second one on at most 1 runs.
-	eventually(5*time.Second, func() bool { return s.Stats().Issued >= 100 })
+	if !eventually(5*time.Second, func() bool { return s.Stats().Issued >= 100 }) {
+		t.Fatalf("%d GETs issued after SetParallelism(1), want 100", s.Stats().Issued)
+	}
 	mu.Lock()
 	var after []span
 	for _, a := range spans {
@@ -442,7 +448,11 @@ func TestAIMD(t *testing.T) {
 		t.Fatalf("%d GETs still in flight at limit 1", p.Stats().InFlight)
 	}
 	p.ResetMax()
-	time.Sleep(100 * time.Millisecond) // a few rounds at limit 1
+	// A few rounds at limit 1: wait for more throttled answers, not for time.
+	thr := s.Stats().Throttled
+	if !eventually(10*time.Second, func() bool { return s.Stats().Throttled >= thr+5 }) {
+		t.Fatalf("%d throttled answers at limit 1, want %d", s.Stats().Throttled, thr+5)
+	}
 	if mx := p.Stats().MaxInFlight; mx > 2 {
 		t.Fatalf("%d GETs in flight at limit 1", mx)
 	}
@@ -577,10 +587,13 @@ func TestPriorityAndFairness(t *testing.T) {
 	leakCheck(t)
 	ms := &memStore{objects: randomObjects(12, 40, 100), delay: func(string, int64) time.Duration { return time.Millisecond }}
 	s := newScheduler(t, iosched.Options{Parallelism: 1, CoalesceGap: -1, NoHedge: true})
-	// Block the only worker so that both batches queue up behind it.
-	gate := &memStore{objects: map[string][]byte{"gate": {1}}, delay: func(string, int64) time.Duration { return 50 * time.Millisecond }}
+	// Block the only worker on a GET the test releases, so that both
+	// batches queue up behind it.
+	gate := &memStore{objects: map[string][]byte{"gate": {1}}, gate: make(chan struct{})}
 	g := s.Submit(context.Background(), []iosched.Request{{Store: gate, Name: "gate", Length: 1, Priority: iosched.Priority{Query: 9}}})
-	eventually(time.Second, func() bool { return s.Stats().InFlight == 1 })
+	if !eventually(5*time.Second, func() bool { return s.Stats().InFlight == 1 }) {
+		t.Fatalf("%d GETs in flight, want the gate's 1", s.Stats().InFlight)
+	}
 	var a, b []iosched.Request
 	for i := range 20 {
 		name := fmt.Sprintf("obj-%03d.bin", i)
@@ -590,6 +603,7 @@ func TestPriorityAndFairness(t *testing.T) {
 	}
 	ba := s.Submit(context.Background(), a)
 	bb := s.Submit(context.Background(), b)
+	close(gate.gate) // both batches are queued: Submit queues before it returns
 	for _, x := range []*iosched.Batch{g, ba, bb} {
 		if _, err := x.Wait(); err != nil {
 			t.Fatal(err)
@@ -612,7 +626,9 @@ func TestClose(t *testing.T) {
 	ms := &memStore{objects: randomObjects(13, 10, 10), delay: func(string, int64) time.Duration { return 10 * time.Second }}
 	s := iosched.New(iosched.Options{Parallelism: 2})
 	b := s.Submit(context.Background(), wholeReqs(ms, "", ms.objects, 0))
-	eventually(time.Second, func() bool { return s.Stats().InFlight == 2 })
+	if !eventually(5*time.Second, func() bool { return s.Stats().InFlight == 2 }) {
+		t.Fatalf("%d GETs in flight, want 2 running when Close comes", s.Stats().InFlight)
+	}
 	s.Close()
 	if _, err := b.Wait(); !errors.Is(err, iosched.ErrClosed) {
 		t.Fatalf("Wait after Close: %v", err)

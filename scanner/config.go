@@ -11,7 +11,9 @@ import (
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
 
-// Config holds the parameters of one scan. Zero values mean the defaults.
+// Config holds the parameters of one scan. A zero field means its default
+// (said at each field); the settings whose explicit value would otherwise
+// be that zero have a named constant (NeverRetry, AdjacentOnly).
 type Config struct {
 	// The source: Rows (inline catalog rows) if set, else URLs if set, else
 	// Source (a catalog file, glob, prefix or object URL).
@@ -31,9 +33,9 @@ type Config struct {
 	// Ordered delivers batches in catalog order (on one DuckDB thread).
 	Ordered bool
 	// Scheduler tuning; see iosched.Options.
-	RequestSize    int64
-	CoalesceGap    int64
-	Retries        int // 0: the default (3); negative: never retry
+	RequestSize    int64 // 0: iosched.DefaultRequestSize (8 MiB)
+	CoalesceGap    int64 // 0: the default gap (64 KiB); AdjacentOnly merges only touching ranges
+	Retries        int   // 0: the default (3); NeverRetry: a failed GET fails the scan
 	RequestTimeout time.Duration
 	NoHedge        bool
 	// UnionByName lets chunks differ in their columns: they are matched by
@@ -58,6 +60,15 @@ type Config struct {
 	// it to prove that a panic becomes a DuckDB error instead of a crash.
 	DebugPanic string
 }
+
+// The explicit values of Config fields whose zero means "the default".
+const (
+	// NeverRetry as Config.Retries: a failed GET is not retried.
+	NeverRetry = -1
+	// AdjacentOnly as Config.CoalesceGap: only ranges that touch are
+	// merged into one GET.
+	AdjacentOnly = -1
+)
 
 // schedulerOptions are the iosched options the scan asks of its domain.
 func (c *Config) schedulerOptions() iosched.Options {
