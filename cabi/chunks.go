@@ -1,7 +1,6 @@
 package cabi
 
 /*
-#include <stdlib.h>
 #include "rs.h"
 */
 import "C"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -73,13 +71,8 @@ func (s shardSpec) holds(segment string) bool {
 // query's value, else the environment default REMOTE_SEGMENTS_<NAME>;
 // ok is false when neither is set (or the query's value is NULL).
 func namedText(info C.duckdb_bind_info, name string) (v string, ok bool) {
-	var present C.bool
-	cname := C.CString(name)
-	cv := C.rs_bind_get_named_varchar(info, cname, &present)
-	C.free(unsafe.Pointer(cname))
-	if present && cv != nil {
-		defer C.rs_free(unsafe.Pointer(cv))
-		return C.GoString(cv), true
+	if v, ok := namedValue(info, name); ok {
+		return v, true
 	}
 	if v, ok := os.LookupEnv(envName(name)); ok && v != "" {
 		return v, true

@@ -3,6 +3,8 @@ package cabi
 import (
 	"strings"
 	"testing"
+
+	"github.com/remote-segments/remote_segments/scanner"
 )
 
 // TestSegmentHash pins the documented hash (FNV-1a 64 of the UTF-8 bytes):
@@ -88,6 +90,36 @@ func TestWithoutSecrets(t *testing.T) {
 		got, redacted := withoutSecrets(tc.in)
 		if got != tc.want || redacted != tc.redacted {
 			t.Errorf("withoutSecrets(%q) = %q, %v; want %q, %v", tc.in, got, redacted, tc.want, tc.redacted)
+		}
+	}
+}
+
+// TestShardParameter: a bad shard, in the query or in the environment, is
+// refused by the one parameter parser with an error naming it.
+func TestShardParameter(t *testing.T) {
+	none := fromMap(nil)
+	for _, tc := range []struct {
+		env, query map[string]string
+		want       string
+	}{
+		{nil, map[string]string{"shard": "1/4"}, ""},
+		{nil, map[string]string{"shard": "4/4"}, `remote_segments: shard "4/4": k must be from 0 to 3`},
+		{map[string]string{"REMOTE_SEGMENTS_SHARD": "x"}, nil, "remote_segments: environment variable REMOTE_SEGMENTS_SHARD: shard must be 'k/n'"},
+	} {
+		var cfg scanner.Config
+		env, query := none, none
+		if tc.env != nil {
+			env = fromMap(tc.env)
+		}
+		if tc.query != nil {
+			query = fromMap(tc.query)
+		}
+		err := applyParameters(&cfg, env, query)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v %v: %v", tc.env, tc.query, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v %v: error %v, want one with %q", tc.env, tc.query, err, tc.want)
 		}
 	}
 }

@@ -157,17 +157,21 @@ func envName(name string) string { return "REMOTE_SEGMENTS_" + strings.ToUpper(n
 // readNamedParameters fills cfg from the environment defaults, then from the
 // query's named parameters (applyParameters).
 func readNamedParameters(info C.duckdb_bind_info, cfg *scanner.Config) error {
-	return applyParameters(cfg, os.LookupEnv, func(name string) (string, bool) {
-		var present C.bool
-		cname := C.CString(name)
-		cv := C.rs_bind_get_named_varchar(info, cname, &present)
-		C.free(unsafe.Pointer(cname))
-		if !present || cv == nil { // absent, or NULL: the default
-			return "", false
-		}
-		defer C.rs_free(unsafe.Pointer(cv))
-		return C.GoString(cv), true
-	})
+	return applyParameters(cfg, os.LookupEnv, func(name string) (string, bool) { return namedValue(info, name) })
+}
+
+// namedValue is the query's value of named parameter name as text, and
+// whether the query gave one that is not NULL.
+func namedValue(info C.duckdb_bind_info, name string) (string, bool) {
+	var present C.bool
+	cname := C.CString(name)
+	cv := C.rs_bind_get_named_varchar(info, cname, &present)
+	C.free(unsafe.Pointer(cname))
+	if !present || cv == nil { // absent, or NULL: the default
+		return "", false
+	}
+	defer C.rs_free(unsafe.Pointer(cv))
+	return C.GoString(cv), true
 }
 
 // applyParameters is the one place parameters are parsed: for each named
