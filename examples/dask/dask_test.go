@@ -37,9 +37,9 @@ func TestDaskTwoShards(t *testing.T) {
 	text := out.String()
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`PLAN .*shard 0: 6 chunks / 2 segments, shard 1: 6 chunks / 2 segments`),
-		regexp.MustCompile(`KILL  shard [01]/2 is running on \S+ \(worker pid \d+\); its DuckDB \(pid \d+\) is still scanning`),
+		regexp.MustCompile(`KILL  worker \S+ \(pid \d+\) while its DuckDB \(pid \d+, started \d+ ms before\) scans shard [01]/2`),
 		regexp.MustCompile(`DONE  shard [01]/2 .*<- run again: its first worker was killed`),
-		regexp.MustCompile(`DASK  workers alive: 1; `),
+		regexp.MustCompile(`DASK  workers alive: 1; tasks that were processing on the dead worker \(suspicious\): shard-[01]-of-2 \(1 time\)`),
 		regexp.MustCompile(`TOTAL 42204 rows in 4 segments from 2 shards`),
 		regexp.MustCompile(`OK    the combined answer equals .*expected.csv`),
 	} {

@@ -62,7 +62,7 @@ func main() {
 type tools struct{ python, duckdb, ext, script string }
 
 // errNoDask means Dask is not provisioned (tools/install-dask.sh).
-var errNoDask = errors.New("Dask is not installed: .tools/bin/dask-python missing or cannot import distributed (make dask runs tools/install-dask.sh)")
+var errNoDask = errors.New("Dask is not installed: .tools/bin/dask-python missing or it finds no distributed module (make dask runs tools/install-dask.sh)")
 
 func findTools(root string) (tools, error) {
 	t := tools{
@@ -76,7 +76,9 @@ func findTools(root string) (tools, error) {
 			return t, fmt.Errorf("%w (make duckdb release)", err)
 		}
 	}
-	if out, err := exec.Command(t.python, "-c", "import distributed").CombinedOutput(); err != nil {
+	// find_spec, not import: importing distributed takes seconds on a loaded machine.
+	check := "import importlib.util, sys; sys.exit(importlib.util.find_spec('distributed') is None)"
+	if out, err := exec.Command(t.python, "-c", check).CombinedOutput(); err != nil {
 		return t, fmt.Errorf("%w: %v %s", errNoDask, err, strings.TrimSpace(string(out)))
 	}
 	return t, nil

@@ -17,14 +17,15 @@ AWS default chain): no credential travels through the scheduler.
 
 --local-cluster N starts a scheduler and N workers on 127.0.0.1 (one thread
 each, no nanny, each in its own process group); --kill-one then kills, with
-SIGKILL, the worker (and its DuckDB) running the first task to start, while
-that DuckDB is still scanning: Dask runs the task again on a live worker.
+SIGKILL, the first worker seen running a DuckDB, with that DuckDB, while it
+scans: Dask runs the task again on a live worker.
 """
 
 import argparse
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -108,11 +109,7 @@ class LocalCluster:
         py = sys.executable
         self._start([py, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
                      "--no-dashboard", "--scheduler-file", self.file])
-        deadline = time.monotonic() + 60
-        while not os.path.exists(self.file):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the scheduler did not start; log: " + self.dir)
-            time.sleep(0.1)
+        # The workers start at once: they wait for the scheduler's file.
         self.workers = [self._start([py, "-m", "distributed.cli.dask_worker", "--scheduler-file", self.file,
                                      "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny", "--no-dashboard",
                                      "--name", "worker-%d" % i]) for i in range(workers)]
@@ -135,18 +132,37 @@ class LocalCluster:
         self.log.close()
 
 
-def kill_first_started(cluster, queue, n, log):
-    """SIGKILLs the worker running the first task to start, with its DuckDB."""
-    ev = queue.get(timeout=120)
-    victim = next(p for p in cluster.workers if p.pid == ev["worker_pid"])
-    alive = os.path.exists("/proc/%d" % ev["duckdb_pid"])
-    os.killpg(victim.pid, signal.SIGKILL)  # the worker and its DuckDB child
-    victim.wait()
-    log("START shard %d/%d on %s (worker pid %d, DuckDB pid %d)" % (ev["shard"], n, ev["worker"], ev["worker_pid"], ev["duckdb_pid"]))
-    log("KILL  shard %d/%d is running on %s (worker pid %d); its DuckDB (pid %d) %s: SIGKILL to the worker's process group"
-        % (ev["shard"], n, ev["worker"], ev["worker_pid"], ev["duckdb_pid"],
-           "is still scanning" if alive else "had already exited"))
-    return ev, alive
+def kill_first_scanning(cluster, addresses, n, log):
+    """SIGKILLs the first worker seen running a DuckDB, with that DuckDB.
+
+    It watches the workers' child processes (every 5 ms) rather than waiting
+    for a message from the task, so the kill lands while the DuckDB scans:
+    its shard comes from its command line. addresses maps worker pid to
+    address."""
+    import psutil  # a dependency of distributed
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for w in cluster.workers:
+            try:
+                kids = psutil.Process(w.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                continue
+            for d in kids:
+                try:
+                    cmd = " ".join(d.cmdline())
+                    age = time.time() - d.create_time()
+                except psutil.NoSuchProcess:
+                    continue
+                m = re.search(r"shard := '(\d+)/\d+'", cmd)
+                if not m:
+                    continue
+                os.killpg(w.pid, signal.SIGKILL)  # the worker and its DuckDB child
+                w.wait()
+                log("KILL  worker %s (pid %d) while its DuckDB (pid %d, started %.0f ms before) scans shard %s/%d: "
+                    "SIGKILL to the worker's process group" % (addresses.get(w.pid, "?"), w.pid, d.pid, age * 1000, m.group(1), n))
+                return {"shard": int(m.group(1)), "worker_pid": w.pid}
+        time.sleep(0.005)
+    raise RuntimeError("no worker started a DuckDB within 120 s")
 
 
 def read_expected(path):
@@ -175,18 +191,19 @@ def main():
         print("[%6.2fs] %s" % (time.monotonic() - t0, msg), flush=True)
 
     n = args.shards
-    expect = plan(args.duckdb, args.ext, args.source, n)
-    log("PLAN  remote_segments_chunks(%r, shards := %d): %s" % (args.source, n, ", ".join(
-        "shard %d: %d chunks / %d segments" % (k, expect[k]["chunks"], expect[k]["segments"]) if k in expect
-        else "shard %d: empty" % k for k in range(n))))
-
     cluster = LocalCluster(args.local_cluster) if args.local_cluster else None
     try:
+        # Planning needs no cluster: it runs while the processes start.
+        expect = plan(args.duckdb, args.ext, args.source, n)
+        log("PLAN  remote_segments_chunks(%r, shards := %d): %s" % (args.source, n, ", ".join(
+            "shard %d: %d chunks / %d segments" % (k, expect[k]["chunks"], expect[k]["segments"]) if k in expect
+            else "shard %d: empty" % k for k in range(n))))
         client = Client(scheduler_file=cluster.file) if cluster else Client(args.scheduler)
         if cluster:
             client.wait_for_workers(args.local_cluster, timeout=120)
         log("DASK  scheduler %s, workers %s" % (client.scheduler.address,
                                                  ", ".join(sorted(client.scheduler_info()["workers"]))))
+        addresses = {pid: addr for addr, pid in client.run(os.getpid).items()}
         queue = Queue("shard-started", client=client)
         futures = [client.submit(scan_shard, k, n, args.source, args.duckdb, args.ext, key="shard-%d-of-%d" % (k, n),
                                  pure=False) for k in range(n)]
@@ -199,7 +216,7 @@ def main():
                     ev["shard"], n, ev["worker"], ev["worker_pid"], ev["duckdb_pid"]))
 
         if args.kill_one:
-            killed, _ = kill_first_started(cluster, queue, n, log)
+            killed = kill_first_scanning(cluster, addresses, n, log)
         for fut in as_completed(futures):
             show_starts()
             p = fut.result()
