@@ -8,7 +8,6 @@ import "C"
 import (
 	"fmt"
 	"hash/fnv"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -201,7 +200,7 @@ func chunksRecord(schema *arrow.Schema, chunks []scanner.Chunk, n uint64) arrow.
 	}
 	for i := range chunks {
 		c := &chunks[i]
-		u, redacted := withoutSecrets(c.URL)
+		u := scanner.RedactURL(c.URL) // as errors and stats show it: no credential
 		length := c.Length
 		if length < 0 && c.Size >= 0 { // a listed object: its size says
 			length = c.Size - c.Offset
@@ -215,39 +214,11 @@ func chunksRecord(schema *arrow.Schema, chunks []scanner.Chunk, n uint64) arrow.
 		known(5, c.NumRows)
 		known(6, c.DecodedBytes)
 		i64(7).Append(int64(c.Row))
-		b.Field(8).(*array.BooleanBuilder).Append(redacted)
+		b.Field(8).(*array.BooleanBuilder).Append(u != c.URL)
 		b.Field(9).(*array.Uint64Builder).Append(h)
 		i64(10).Append(int64(h % n))
 	}
 	return b.NewRecordBatch()
-}
-
-// withoutSecrets is u without what may be a credential: the password of
-// its user info and its query string (a presigned URL's signature), each
-// replaced by REDACTED; redacted says whether anything was. S3 credentials
-// never appear in an s3:// URL (they are parameters), so those URLs are
-// always whole.
-func withoutSecrets(u string) (string, bool) {
-	p, err := url.Parse(u)
-	if err != nil || p.Scheme == "" || p.Opaque != "" {
-		if i := strings.IndexByte(u, '?'); i >= 0 {
-			return u[:i] + "?REDACTED", true
-		}
-		return u, false
-	}
-	redacted := false
-	if _, has := p.User.Password(); has {
-		p.User = url.UserPassword(p.User.Username(), "REDACTED")
-		redacted = true
-	}
-	if p.RawQuery != "" || p.ForceQuery {
-		p.RawQuery, p.ForceQuery = "REDACTED", false
-		redacted = true
-	}
-	if !redacted {
-		return u, false // as the scan resolved it, byte for byte
-	}
-	return p.String(), true
 }
 
 // oneRecord is a row source that hands out rec once, to one thread.

@@ -74,26 +74,6 @@ func TestShardsPartition(t *testing.T) {
 	}
 }
 
-func TestWithoutSecrets(t *testing.T) {
-	for _, tc := range []struct {
-		in, want string
-		redacted bool
-	}{
-		{"s3://bucket/ds/segment=a/c.arrow", "s3://bucket/ds/segment=a/c.arrow", false},
-		{"file:///data/c.arrow", "file:///data/c.arrow", false},
-		{"/data/c.arrow", "/data/c.arrow", false},
-		{"https://h/c.arrow?X-Amz-Signature=abc", "https://h/c.arrow?REDACTED", true},
-		{"https://u:pw@h/c.arrow", "https://u:REDACTED@h/c.arrow", true},
-		{"https://u@h/c.arrow", "https://u@h/c.arrow", false},
-		{"/data/c.arrow?x=1", "/data/c.arrow?REDACTED", true},
-	} {
-		got, redacted := withoutSecrets(tc.in)
-		if got != tc.want || redacted != tc.redacted {
-			t.Errorf("withoutSecrets(%q) = %q, %v; want %q, %v", tc.in, got, redacted, tc.want, tc.redacted)
-		}
-	}
-}
-
 // TestShardParameter: a bad shard, in the query or in the environment, is
 // refused by the one parameter parser with an error naming it.
 func TestShardParameter(t *testing.T) {
