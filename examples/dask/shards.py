@@ -206,7 +206,7 @@ def main():
         addresses = {pid: addr for addr, pid in client.run(os.getpid).items()}
         queue = Queue("shard-started", client=client)
         futures = [client.submit(scan_shard, k, n, args.source, args.duckdb, args.ext, key="shard-%d-of-%d" % (k, n),
-                                 pure=False) for k in range(n)]
+                                 pure=False, retries=2) for k in range(n)]  # a shard that fails runs again
         killed, parts, ok = None, [], True
 
         def show_starts():
