@@ -70,6 +70,8 @@ var statsColumns = []statsColumn{
 	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Fresh }},
 	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Reused }},
 	{"budget_overcommits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Overcommits }},
+	// The chunks of the source the scan never requested (shard := 'k/n').
+	{"pruned", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pruned }},
 }
 
 func statsSchema() *arrow.Schema {
