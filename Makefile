@@ -6,8 +6,11 @@
 #   make demo       build, write a sample dataset, query it in the DuckDB CLI (2.0 edition)
 #   make test       every test: Go (with -race), SQL tests in five DuckDB hosts (the CLI twice: both files)
 #   make bench      benchmarks (ratios against references measured in the same run)
+#   make fuzz       every Go fuzz target for FUZZTIME (default 5m) each; results in test/RELIABILITY.md
 #   make debug      build build/debug/remote_segments.duckdb_extension
 #   make duckdb     provision the Debian DuckDB CLI into .tools/
+#   make dask       provision Dask (Debian's python3-distributed) into .tools/
+#   make dask-demo  shards of the demo data on versitygw as Dask tasks, a worker killed mid-run
 #   make clean      remove build/ (keeps .tools/)
 #
 # Everything installed goes into git-ignored .tools/ and build/; every install
@@ -28,7 +31,7 @@ GOHOST   := build/host/gohost
 DEMO_DATA := build/demo-data
 GO_SOURCES := $(shell find . -path ./.tools -prune -o -path ./build -prune -o \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' \) -print) go.mod go.sum
 
-.PHONY: release debug demo test test-go test-sql bench duckdb versitygw headers host clean tools
+.PHONY: release debug demo test test-go test-sql bench duckdb versitygw headers host clean tools dask dask-demo
 
 release: $(EXT) $(EXT_V2)
 debug: $(EXT_DBG)
@@ -75,7 +78,22 @@ host:
 $(GOHOST): $(GO_SOURCES)
 	go build -race -o $(GOHOST) ./test/host/gohost
 
-tools: duckdb versitygw host
+# Debian's python3-distributed and its missing dependencies, downloaded by apt
+# (--download-only, no system install) and unpacked into .tools/dask/. When
+# that fails (no apt, no network), make test goes on and the Dask test
+# (examples/dask) prints why it skips.
+dask:
+	@tools/install-dask.sh || echo "make dask: Dask could not be provisioned (above): the Dask test will skip"
+
+tools: duckdb versitygw host dask
+
+# examples/dask: versitygw with the demo data, a Dask scheduler and two
+# workers on 127.0.0.1, one task per shard (DuckDB CLI + the extension on
+# each), one worker SIGKILLed mid-scan; the answer is checked against the
+# generator's expected.csv.
+dask-demo: release duckdb versitygw
+	@tools/install-dask.sh
+	go run ./examples/dask -shards 3
 
 # The 2.0 CLI loads the 2.0 edition (progress bar, settings, pruning, partitions).
 demo: release duckdb
@@ -87,7 +105,7 @@ demo: release duckdb
 		FROM remote_segments('$(DEMO_DATA)/chunks/**/*.arrow', memory_budget := '1MiB') GROUP BY ALL ORDER BY 1; \
 		SELECT scan_id, state, chunks, rows, wire_bytes, gets, max_parallel_io, round(io_utilization, 2) AS io_util, \
 		       budget_cap, budget_peak, budget_overcommits AS overcommits, budget_in_use, budget_waits, round(budget_ratio, 2) AS ratio, wall_ms, \
-		       chunks_pruned, progress \
+		       pruned, progress \
 		FROM remote_segments_stats();"
 	@echo "-- expected (computed by the data generator): $(DEMO_DATA)/expected.csv"
 	@cut -d, -f1-5 $(DEMO_DATA)/expected.csv | column -t -s,
@@ -117,6 +135,14 @@ test-sql: release $(GOHOST)
 	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 REMOTE_SEGMENTS_MEMORY_LIMIT=512MiB GORACE=halt_on_error=1 go run ./test/cmd/sqltest -serve -strict \
 		-ext $(CURDIR)/$(EXT) -ext-v2 $(CURDIR)/$(EXT_V2) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -host14 $(CURDIR)/$(HOST14) \
 		-gohost $(CURDIR)/$(GOHOST) -data $(CURDIR)/$(TEST_DATA) test/sql
+
+# Every fuzz target of the module for FUZZTIME each, two at a time; the last
+# result of each goes into the fuzzing section of test/RELIABILITY.md, a
+# failing input into the target's testdata/fuzz/ corpus (run by make test).
+FUZZTIME ?= 5m
+.PHONY: fuzz
+fuzz:
+	go run ./test/cmd/fuzz -fuzztime $(FUZZTIME)
 
 # Benchmarks print ratios against references measured in the same run.
 # The scan and IO benchmarks also write W4 and W2/W3 as markdown under

@@ -140,29 +140,16 @@ func rsBind(info C.duckdb_bind_info) {
 }
 
 func bind(info C.duckdb_bind_info) error {
-	host := hostOf(info)
-	if host.loadErr != nil {
-		return host.loadErr
-	}
-	allowed, err := processAllowList()
+	host, cfg, shard, err := bindConfig(info)
 	if err != nil {
 		return err
 	}
 	statement := host.statement(info)
-	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process}
-	if allowed != nil {
-		cfg.Admit = allowed.admit
-	}
-	if err := readSource(info, &cfg); err != nil {
-		return err
-	}
-	if err := readNamedParameters(info, host, &cfg); err != nil {
-		return err
-	}
 	plan, err := scanner.Bind(statement(), cfg)
 	if err != nil {
 		return err
 	}
+	selectShard(plan, shard)
 	cols, err := outputColumns(plan.Schema)
 	if err != nil {
 		return err
@@ -195,6 +182,32 @@ func bind(info C.duckdb_bind_info) error {
 	}
 	setBindData(info, cols, start).plan = plan
 	return nil
+}
+
+// bindConfig reads what every function over a source reads at bind: the
+// host it was registered with, the process's sandbox, the source argument,
+// the named parameters and the shard.
+func bindConfig(info C.duckdb_bind_info) (*Host, scanner.Config, shardSpec, error) {
+	host := hostOf(info)
+	if host.loadErr != nil {
+		return nil, scanner.Config{}, shardSpec{}, host.loadErr
+	}
+	sandbox, err := bindSandboxes(info)
+	if err != nil {
+		return nil, scanner.Config{}, shardSpec{}, err
+	}
+	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process, Admit: sandbox.sources()}
+	if err := readSource(info, &cfg); err != nil {
+		return nil, cfg, shardSpec{}, err
+	}
+	if err := readNamedParameters(info, host, &cfg); err != nil {
+		return nil, cfg, shardSpec{}, err
+	}
+	if err := sandbox.output("trace", cfg.Trace); err != nil {
+		return nil, cfg, shardSpec{}, err
+	}
+	shard, err := readShard(info)
+	return host, cfg, shard, err
 }
 
 // readSource reads the first argument: a VARCHAR source, a LIST of URLs, or

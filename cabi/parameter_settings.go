@@ -72,5 +72,6 @@ var parameterDocs = map[string]string{
 	"s3_secret_access_key": "S3 secret access key for remote_segments",
 	"s3_session_token":     "S3 session token for remote_segments",
 	"trace":                "path of a Chrome-trace JSON of every remote_segments request",
+	"shard":                "scan only shard k of n of the source's chunks, as 'k/n' (one worker of many)",
 	"debug_panic":          "test only: make a remote_segments scan panic at 'bind' or 'next'",
 }

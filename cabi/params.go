@@ -103,6 +103,10 @@ var namedParameters = []namedParameter{
 	{"s3_secret_access_key", C.DUCKDB_TYPE_VARCHAR, func(c *scanner.Config, v string) error { c.Store.S3SecretAccessKey = v; return nil }},
 	{"s3_session_token", C.DUCKDB_TYPE_VARCHAR, func(c *scanner.Config, v string) error { c.Store.S3SessionToken = v; return nil }},
 	{"trace", C.DUCKDB_TYPE_VARCHAR, func(c *scanner.Config, v string) error { c.Trace = v; return nil }},
+	{"shard", C.DUCKDB_TYPE_VARCHAR, func(_ *scanner.Config, v string) error {
+		_, err := parseShard(v) // checked here; bind applies it after scanner.Bind (chunks.go)
+		return err
+	}},
 	{
 		// Test-only: makes the scan panic at "bind" or "next", to prove that a
 		// panic becomes a DuckDB error and the host keeps running.
@@ -153,20 +157,30 @@ func envName(name string) string { return "REMOTE_SEGMENTS_" + strings.ToUpper(n
 // readNamedParameters fills cfg from the environment defaults, then from the
 // query's named parameters (applyParameters). A parameter the query does not
 // give takes the host's setting remote_segments_<name> when it is set (the
-// 2.0 edition; parameter_settings.go): the setting sits between the environment and
-// the query, and a SET was already checked by the same parser.
+// 2.0 edition; parameter_settings.go): the setting sits between the
+// environment and the query, and a SET was already checked by the same
+// parser.
 func readNamedParameters(info C.duckdb_bind_info, host *Host, cfg *scanner.Config) error {
 	return applyParameters(cfg, os.LookupEnv, func(name string) (string, bool) {
-		var present C.bool
-		cname := C.CString(name)
-		cv := C.rs_bind_get_named_varchar(info, cname, &present)
-		C.free(unsafe.Pointer(cname))
-		if !present || cv == nil { // absent, or NULL: the setting, else the default
-			return host.settingValue(info, name)
+		if v, ok := namedValue(info, name); ok {
+			return v, true
 		}
-		defer C.rs_free(unsafe.Pointer(cv))
-		return C.GoString(cv), true
+		return host.settingValue(info, name)
 	})
+}
+
+// namedValue is the query's value of named parameter name as text, and
+// whether the query gave one that is not NULL.
+func namedValue(info C.duckdb_bind_info, name string) (string, bool) {
+	var present C.bool
+	cname := C.CString(name)
+	cv := C.rs_bind_get_named_varchar(info, cname, &present)
+	C.free(unsafe.Pointer(cname))
+	if !present || cv == nil { // absent, or NULL: the default
+		return "", false
+	}
+	defer C.rs_free(unsafe.Pointer(cv))
+	return C.GoString(cv), true
 }
 
 // applyParameters is the one place parameters are parsed: for each named

@@ -43,6 +43,7 @@ static void rs_delete_handle(void *p) { rsDeleteHandle((uintptr_t)p); }
 
 static void rs_bind_cb(duckdb_bind_info info) { rsBind(info); }
 static void rs_stats_bind_cb(duckdb_bind_info info) { rsStatsBind(info); }
+static void rs_chunks_bind_cb(duckdb_bind_info info) { rsChunksBind(info); }
 static void rs_init_cb(duckdb_init_info info) { rsInit(info); }
 static void rs_local_init_cb(duckdb_init_info info) { rsLocalInit(info); }
 static void rs_function_cb(duckdb_function_info info, duckdb_data_chunk out) { rsFunction(info, out); }
@@ -69,6 +70,9 @@ static bool register_scan(duckdb_connection con, const char *name, duckdb_table_
 		duckdb_table_function_add_parameter(f, any);
 		duckdb_destroy_logical_type(&any);
 		rsAddNamedParameters((uintptr_t)f);
+		if (bind == rs_chunks_bind_cb) {
+			add_named(f, "shards", DUCKDB_TYPE_BIGINT); // the n of its shard column
+		}
 	}
 	duckdb_table_function_set_bind(f, bind);
 	duckdb_table_function_set_init(f, rs_init_cb);
@@ -85,9 +89,17 @@ bool rs_register(duckdb_connection con, uintptr_t host, char **error) {
 	// deletes a function's extra info with the function, which may be at
 	// once (a second registration on the same database).
 	uintptr_t stats_host = rsShareHandle(host);
+	uintptr_t chunks_host = rsShareHandle(host);
 	if (!register_scan(con, "remote_segments", rs_bind_cb, true, host)) {
 		rsDeleteHandle(stats_host);
+		rsDeleteHandle(chunks_host);
 		*error = "remote_segments: could not register table function remote_segments";
+		return false;
+	}
+	// remote_segments_chunks resolves sources as the scan does, with the same host.
+	if (!register_scan(con, "remote_segments_chunks", rs_chunks_bind_cb, true, chunks_host)) {
+		rsDeleteHandle(stats_host);
+		*error = "remote_segments: could not register table function remote_segments_chunks";
 		return false;
 	}
 	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false, stats_host)) {

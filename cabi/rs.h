@@ -84,7 +84,9 @@ void rs_type_destroy(duckdb_logical_type t);
 void rs_bind_add_column_type(duckdb_bind_info info, const char *name, duckdb_logical_type t);
 
 // Registration (called from the entry point or from a Go-driver host). It
-// takes ownership of host, a cgo.Handle of the host's *Host (or 0).
+// takes ownership of host, a cgo.Handle of the host's *Host (or 0); every
+// function it registers holds a handle of its own to that Host (Go's
+// rsShareHandle), which DuckDB deletes with the function.
 bool rs_register(duckdb_connection con, uintptr_t host, char **error);
 
 // rs_use_api copies a host's own function table (size bytes, the layout of

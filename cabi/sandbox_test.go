@@ -1,7 +1,6 @@
 package cabi
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,16 +26,7 @@ func TestAllowListAdmitsOnlyUnderItsPrefixes(t *testing.T) {
 		"https://h.example/pub/a", "https://h.example:8443/pub/%2e%2e/secret", "relative/other", "gopher://x",
 		"", "s3:///nohost",
 	}
-	for _, s := range admitted {
-		if err := l.admit(s); err != nil {
-			t.Errorf("admit(%q) = %v, want nil", s, err)
-		}
-	}
-	for _, s := range refused {
-		if err := l.admit(s); !errors.Is(err, ErrNotAllowed) {
-			t.Errorf("admit(%q) = %v, want ErrNotAllowed", s, err)
-		}
-	}
+	checkAdmit(t, l.admit, admitted, refused)
 }
 
 func TestAllowListEmptyAdmitsEverything(t *testing.T) {

@@ -70,8 +70,9 @@ var statsColumns = []statsColumn{
 	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Fresh }},
 	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Reused }},
 	{"budget_overcommits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Overcommits }},
-	// The 2.0 edition's segment pruning: chunks dropped before any request.
-	{"chunks_pruned", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pruned }},
+	// The chunks of the source the scan never requested (shard := 'k/n',
+	// and in the 2.0 edition WHERE segment_id / chunk_id = or IN).
+	{"pruned", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pruned }},
 }
 
 // hostStatsColumns follow statsColumns: what the Host, not the scanner,

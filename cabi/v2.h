@@ -50,4 +50,8 @@ char *rs_v2_setting(duckdb_bind_info info, const char *name);
 bool rs_v2_add_setting(duckdb_v2_extension_handle ext, duckdb_v2_context_handle ctx, const char *name,
                        const char *param, const char *description, duckdb_type t, duckdb_v2_error_info_handle *err);
 
+// rs_v2_use_duckdb_settings makes the core's reader of DuckDB's settings
+// (settings.h: the sandbox) read the V2 context's config.
+void rs_v2_use_duckdb_settings(void);
+
 #endif

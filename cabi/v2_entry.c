@@ -237,6 +237,11 @@ static void destroy_value(duckdb_value *v) {
 		*v = NULL;
 	}
 }
+static bool get_bool(duckdb_value v) {
+	bool b = false;
+	rs_v2.duckdb_v2_value_get_bool((duckdb_v2_value_handle)v, &b, NULL);
+	return b;
+}
 static bool is_null_value(duckdb_value v) {
 	bool null = true;
 	rs_v2.duckdb_v2_value_is_null((duckdb_v2_value_handle)v, &null, NULL);
@@ -488,6 +493,7 @@ static void table_function_add_named_parameter(duckdb_table_function f, const ch
 #undef duckdb_init_set_init_data
 #undef duckdb_init_set_max_threads
 #undef duckdb_is_null_value
+#undef duckdb_get_bool
 #undef duckdb_list_vector_get_child
 #undef duckdb_list_vector_get_size
 #undef duckdb_list_vector_reserve
@@ -538,6 +544,7 @@ static void fill_v1_shims(duckdb_ext_api_v1 *t) {
 	t->duckdb_vector_size = vector_size;
 	t->duckdb_destroy_value = destroy_value;
 	t->duckdb_is_null_value = is_null_value;
+	t->duckdb_get_bool = get_bool;
 	t->duckdb_get_varchar = get_varchar;
 	t->duckdb_get_int64 = get_int64;
 	t->duckdb_get_uint64 = get_uint64;
@@ -584,6 +591,13 @@ static void stats_bind(duckdb_v2_function_bind_info_handle args, duckdb_v2_table
 	rsStatsBind((duckdb_bind_info)&b);
 	LEAVE();
 }
+static void chunks_bind(duckdb_v2_function_bind_info_handle args, duckdb_v2_table_function_bind_info_handle info,
+                        duckdb_v2_context_handle ctx, duckdb_v2_error_info_handle *err) {
+	ENTER(ctx, err);
+	rs_v2_bind b = {args, info, ctx, err};
+	rsChunksBind((duckdb_bind_info)&b);
+	LEAVE();
+}
 static void init_global(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle ctx,
                         duckdb_v2_error_info_handle *err) {
 	ENTER(ctx, err);
@@ -621,9 +635,11 @@ static void exec(duckdb_v2_table_function_exec_info_handle info, duckdb_v2_conte
 // ---- registration -----------------------------------------------------------------
 
 // register_scan registers one table function on the extension; host (a
-// cgo.Handle, 0: none) becomes its user data, deleted with the function.
+// cgo.Handle, 0: none) becomes its user data, deleted with the function. A
+// scan takes the source and the named parameters; extras adds the 2.0-only
+// callbacks (pruning, progress, partitions).
 static bool register_scan(duckdb_v2_extension_handle ext, duckdb_v2_context_handle ctx, const char *name,
-                          duckdb_v2_table_function_bind_callback_fn bind, bool scan, uintptr_t host,
+                          duckdb_v2_table_function_bind_callback_fn bind, bool scan, bool extras, uintptr_t host,
                           duckdb_v2_error_info_handle *err) {
 	ENTER(ctx, err);
 	duckdb_v2_table_function_handle f = NULL;
@@ -648,6 +664,12 @@ static bool register_scan(duckdb_v2_extension_handle ext, duckdb_v2_context_hand
 		destroy_logical_type(&any);
 		if (ok) {
 			rsAddNamedParameters((uintptr_t)f);
+			if (bind == chunks_bind) {
+				// the n of remote_segments_chunks' shard column
+				duckdb_logical_type bigint = create_logical_type(DUCKDB_TYPE_BIGINT);
+				table_function_add_named_parameter((duckdb_table_function)f, "shards", bigint);
+				destroy_logical_type(&bigint);
+			}
 		}
 	}
 	ok = ok && rs_v2.duckdb_v2_table_function_set_bind_callback(f, bind, err) == DUCKDB_V2_ERROR_NONE;
@@ -655,7 +677,7 @@ static bool register_scan(duckdb_v2_extension_handle ext, duckdb_v2_context_hand
 	ok = ok && rs_v2.duckdb_v2_table_function_set_init_local_callback(f, init_local, err) == DUCKDB_V2_ERROR_NONE;
 	ok = ok && rs_v2.duckdb_v2_table_function_set_exec_callback(f, exec, err) == DUCKDB_V2_ERROR_NONE;
 	ok = ok && rs_v2.duckdb_v2_table_function_set_projection_pushdown(f, true, err) == DUCKDB_V2_ERROR_NONE;
-	if (ok && scan) {
+	if (ok && extras) {
 		ok = rs_v2_register_scan_extras(f, err);
 	}
 	ok = ok && rs_v2.duckdb_v2_extension_register_table_function(ext, f, err) == DUCKDB_V2_ERROR_NONE;
@@ -680,10 +702,14 @@ DUCKDB_CAPI_ENTRY_VISIBILITY void remote_segments_init_c_api_v2(struct duckdb_v2
 		rs_v2_set_error(in->err, "remote_segments: the V1 shim table has the wrong size");
 		return;
 	}
+	rs_v2_use_duckdb_settings();
 	uintptr_t host = rsV2LoadableHost();
+	// Each function owns a handle of its own to the one Go Host.
 	uintptr_t stats_host = rsShareHandle(host);
-	if (!register_scan(in->extension, in->context, "remote_segments", scan_bind, true, host, in->err)) {
+	uintptr_t chunks_host = rsShareHandle(host);
+	if (!register_scan(in->extension, in->context, "remote_segments", scan_bind, true, true, host, in->err)) {
 		rsDeleteHandle(stats_host);
+		rsDeleteHandle(chunks_host);
 		if (in->err && *in->err) {
 			DUCKDB_V2_ERROR code = 0;
 			rs_v2.duckdb_v2_error_info_get_code(*in->err, &code);
@@ -693,7 +719,11 @@ DUCKDB_CAPI_ENTRY_VISIBILITY void remote_segments_init_c_api_v2(struct duckdb_v2
 		}
 		return;
 	}
-	if (!register_scan(in->extension, in->context, "remote_segments_stats", stats_bind, false, stats_host, in->err)) {
+	if (!register_scan(in->extension, in->context, "remote_segments_chunks", chunks_bind, true, false, chunks_host, in->err)) {
+		rsDeleteHandle(stats_host);
+		return;
+	}
+	if (!register_scan(in->extension, in->context, "remote_segments_stats", stats_bind, false, false, stats_host, in->err)) {
 		return;
 	}
 	rs_v2_register_settings(in->extension, in->context, in->err);

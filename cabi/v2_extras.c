@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "v2.h"
+#include "settings.h"
 #include "duckdb_ext_api_v2.h"
 #include "_cgo_export.h"
 
@@ -23,20 +24,42 @@ static char *text_of(duckdb_v2_value_handle v) {
 	return rs_v2_value_text(v);
 }
 
+// ---- DuckDB's own settings, for the sandbox rule (settings.h) -------------------
+
+// The core reads DuckDB's sandbox settings (enable_external_access,
+// allowed_directories, allowed_paths) through three functions of the C API
+// v1.5.6 (rs_settings_api); here they are the V2 context's config. The
+// context is the bind callback's, borrowed for the callback: nothing to
+// destroy.
+static void settings_get_client_context(duckdb_bind_info info, duckdb_client_context *out) {
+	*out = (duckdb_client_context)((rs_v2_bind *)info)->ctx;
+}
+static duckdb_value settings_get_config_option(duckdb_client_context ctx, const char *name, void *out_scope) {
+	(void)out_scope;
+	duckdb_v2_config_handle cfg = NULL;
+	duckdb_v2_value_handle v = NULL;
+	DUCKDB_V2_SETTING_SCOPE scope = 0;
+	duckdb_v2_identifier_t id = v2str(name);
+	if (rs_v2.duckdb_v2_context_get_config((duckdb_v2_context_handle)ctx, &cfg, NULL) != DUCKDB_V2_ERROR_NONE ||
+	    rs_v2.duckdb_v2_config_get_option_value(cfg, &id, &v, &scope, NULL) != DUCKDB_V2_ERROR_NONE) {
+		return NULL;
+	}
+	return (duckdb_value)v;
+}
+static void settings_destroy_client_context(duckdb_client_context *ctx) { *ctx = NULL; }
+
+void rs_v2_use_duckdb_settings(void) {
+	rs_settings_api api = {settings_get_client_context, settings_get_config_option, settings_destroy_client_context};
+	rs_settings_use(&api);
+}
+
 // ---- settings -------------------------------------------------------------------
 
 // rs_v2_setting returns the text of setting name as the bind's context sees
 // it (SESSION over GLOBAL), malloc'd, or NULL when it is unset or NULL.
 char *rs_v2_setting(duckdb_bind_info info, const char *name) {
-	rs_v2_bind *b = (rs_v2_bind *)info;
-	duckdb_v2_config_handle cfg = NULL;
-	duckdb_v2_value_handle v = NULL;
-	DUCKDB_V2_SETTING_SCOPE scope = 0;
-	duckdb_v2_identifier_t id = v2str(name);
-	if (rs_v2.duckdb_v2_context_get_config(b->ctx, &cfg, NULL) != DUCKDB_V2_ERROR_NONE ||
-	    rs_v2.duckdb_v2_config_get_option_value(cfg, &id, &v, &scope, NULL) != DUCKDB_V2_ERROR_NONE) {
-		return NULL;
-	}
+	duckdb_v2_value_handle v = (duckdb_v2_value_handle)settings_get_config_option(
+	    (duckdb_client_context)((rs_v2_bind *)info)->ctx, name, NULL);
 	char *out = text_of(v);
 	if (v) {
 		rs_v2.duckdb_v2_value_destroy(&v);

@@ -29,3 +29,8 @@ func (e *ChunkError) Error() string {
 }
 
 func (e *ChunkError) Unwrap() error { return e.Err }
+
+// RedactURL is u as this module's errors, stats and traces show it
+// (store.RedactURL): a query string, which may carry a presigned signature,
+// becomes REDACTED, and a password is dropped.
+func RedactURL(u string) string { return store.RedactURL(u) }

@@ -199,6 +199,13 @@ func (r *registrar) register(rc rawConn) error {
 	if err := cabi.UseAPI(staticapi.Table()); err != nil {
 		return err
 	}
+	// DuckDB's sandbox settings are read through C API v1.5.6, which the
+	// linked engine has (checkBuild): the scans honour them as the
+	// extension's do. The same version check as the extension's entry point.
+	table, n := staticapi.SettingsTable()
+	if err := cabi.UseSettingsAPI(staticapi.LibraryVersion(), table, n); err != nil {
+		return fmt.Errorf("remotesql: %w", err)
+	}
 	proc := r.process
 	if proc == nil {
 		var err error

@@ -32,12 +32,19 @@ var fileMagic = []byte("ARROW1")
 // batches belong to the caller (Release each); on error none are returned.
 // A malformed input is an error wrapping ErrMalformed, never a panic.
 func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []arrow.RecordBatch, err error) {
+	guard := newAllocGuard(mem)
+	mem = guard
 	defer func() {
 		if r := recover(); r != nil {
 			for _, b := range batches {
 				b.Release()
 			}
 			schema, batches, err = nil, nil, fmt.Errorf("%w: arrow IPC decode: %v", ErrMalformed, r)
+		}
+		if err != nil {
+			guard.freeLeft() // what arrow-go dropped on its way to the error
+		} else {
+			guard.keep()
 		}
 	}()
 	if err := checkIPCFraming(data); err != nil {

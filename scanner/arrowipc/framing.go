@@ -156,14 +156,31 @@ func checkFields(b fb, tab int64, slot, depth int, budget *int) error {
 		if _, _, err := b.vector(f, slotFieldCustomMetadata, 4); err != nil {
 			return err
 		}
+		// The type's tag byte and the type table: arrow-go reads both
+		// without a bounds check (found by FuzzIPCFraming).
 		const typeUnion = 14
-		if tt, err := b.field(f, slotFieldTypeType); err == nil && tt >= 0 {
-			if k, _ := b.u8(tt); k == typeUnion {
-				if tp, err := b.field(f, slotFieldType); err == nil && tp >= 0 {
-					ut, err := b.deref(tp)
-					if err != nil {
-						return err
-					}
+		tt, err := b.field(f, slotFieldTypeType)
+		if err != nil {
+			return err
+		}
+		if tt >= 0 {
+			k, err := b.u8(tt)
+			if err != nil {
+				return err
+			}
+			tp, err := b.field(f, slotFieldType)
+			if err != nil {
+				return err
+			}
+			if tp >= 0 {
+				ut, err := b.deref(tp)
+				if err != nil {
+					return err
+				}
+				if _, err := b.field(ut, 0); err != nil {
+					return err
+				}
+				if k == typeUnion {
 					if _, _, err := b.vector(ut, slotUnionTypeIDs, 4); err != nil {
 						return err
 					}

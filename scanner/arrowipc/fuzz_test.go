@@ -42,6 +42,7 @@ func FuzzReadIPCColumns(f *testing.F) {
 		f.Add(s[:len(s)-20], uint8(1))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, col uint8) {
+		defer watchdog("FuzzReadIPCColumns")()
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		var served int64
 		fetch := func(rs []Range) ([][]byte, error) {
@@ -60,6 +61,14 @@ func FuzzReadIPCColumns(f *testing.F) {
 				if int(col)%8 >= len(schema.Fields()) {
 					t.Fatalf("column %d of %d fields read without error", col%8, len(schema.Fields()))
 				}
+				for i, b := range batches {
+					if err := validateRecord(b); err != nil {
+						t.Fatalf("batch %d fails validation: %v", i, err)
+					}
+					if !b.Schema().Field(0).Equal(schema.Field(int(col) % 8)) {
+						t.Fatalf("batch %d holds field %s, want %s", i, b.Schema().Field(0), schema.Field(int(col)%8))
+					}
+				}
 				ReleaseAll(batches)
 			}
 			mem.AssertSize(t, 0)
@@ -76,6 +85,7 @@ func FuzzParseBatchMessage(f *testing.F) {
 		f.Add(s[8:200])
 	}
 	f.Fuzz(func(t *testing.T, meta []byte) {
+		defer watchdog("FuzzParseBatchMessage")()
 		rb, err := parseBatchMessage(meta)
 		if err != nil {
 			return

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -14,12 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // ErrMalformed is wrapped by every error about a catalog's content.
@@ -322,77 +315,4 @@ func jsonRows(data []byte) ([]Row, error) {
 		rows[i] = row
 	}
 	return rows, nil
-}
-
-func parquetRows(data []byte) (rows []Row, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			rows, err = nil, fmt.Errorf("Parquet: %v", r)
-		}
-	}()
-	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(data), parquet.NewReaderProperties(memory.DefaultAllocator),
-		pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, fmt.Errorf("Parquet: %v", err)
-	}
-	defer tbl.Release()
-	rows = make([]Row, tbl.NumRows())
-	for i := range rows {
-		rows[i] = Row{}
-	}
-	for c := 0; c < int(tbl.NumCols()); c++ {
-		col := tbl.Column(c)
-		name := col.Name()
-		i := 0
-		for _, chunk := range col.Data().Chunks() {
-			for j := 0; j < chunk.Len(); j++ {
-				if v := arrowValue(chunk, j); v != nil {
-					rows[i][name] = v
-				}
-				i++
-			}
-		}
-	}
-	return rows, nil
-}
-
-// arrowValue is element j of a as a catalog value: string, int64, uint64,
-// float64, or nil for NULL and for types a catalog does not use.
-func arrowValue(a arrow.Array, j int) any {
-	if a.IsNull(j) {
-		return nil
-	}
-	switch a := a.(type) {
-	case *array.String:
-		return a.Value(j)
-	case *array.LargeString:
-		return a.Value(j)
-	case *array.StringView:
-		return a.Value(j)
-	case *array.Binary:
-		return string(a.Value(j))
-	case *array.Int8:
-		return int64(a.Value(j))
-	case *array.Int16:
-		return int64(a.Value(j))
-	case *array.Int32:
-		return int64(a.Value(j))
-	case *array.Int64:
-		return a.Value(j)
-	case *array.Uint8:
-		return int64(a.Value(j))
-	case *array.Uint16:
-		return int64(a.Value(j))
-	case *array.Uint32:
-		return int64(a.Value(j))
-	case *array.Uint64:
-		return a.Value(j)
-	case *array.Float32:
-		return float64(a.Value(j))
-	case *array.Float64:
-		return a.Value(j)
-	case *array.Dictionary:
-		return arrowValue(a.Dictionary(), a.GetValueIndex(j))
-	}
-	return fmt.Sprintf("unsupported %s", a.DataType())
 }

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 func TestParseCatalog(t *testing.T) {
@@ -104,18 +102,7 @@ func parquetCatalog(t testing.TB) []byte {
 	b.Field(3).(*array.Int16Builder).AppendValues([]int16{3, 4}, nil)
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, nil, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return writeArrow(t, rec)
 }
 
 func TestParseCatalogParquet(t *testing.T) {

@@ -42,6 +42,7 @@ type dataset struct {
 	chunks    []string          // the four chunk paths, in order
 	answer    string            // count(*), sum(x) of the four chunks
 	dupAnswer []string          // of the catalogs of dupRows rows
+	tiny      string            // count(*), sum(x) of /tiny.arrow
 }
 
 // dupRows are the sizes of the catalogs whose rows all name one chunk.
@@ -62,7 +63,7 @@ func writeDataset(t *testing.T) dataset {
 		t.Fatal(err)
 	}
 	d := dataset{objects: map[string][]byte{},
-		answer: fmt.Sprintf("%d|%d", rows, sum)}
+		answer: fmt.Sprintf("%d|%d", rows, sum), tiny: fmt.Sprintf("%d|%d", tiny[0].Rows, tiny[0].SumX)}
 	err = filepath.WalkDir(filepath.Join(dir, "chunks"), func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
@@ -368,21 +369,12 @@ func TestFaultMatrix(t *testing.T) {
 			if f.long != "" && !all {
 				t.Skipf("long: %s (runs with -update or FAULTS_ALL=1)", f.long)
 			}
-			parent := c.t
-			c.t = t
-			defer func() { c.t = parent }()
-			o := runCase(t, c, f, ds, good[f.store], filepath.Join(traceDir, fmt.Sprintf("trace-%02d.json", i)))
-			// Close what the case left open on the servers' side, then
-			// count the CLI's descriptors (bounded wait for it to notice).
-			killHTTP.kill()
-			killS3.kill()
-			closeConns()
-			fds := settledFDs(c, fdBase)
-			o.fdDelta = strconv.Itoa(fds - fdBase)
-			o.tmp = strconv.Itoa(c.tempFiles() - tmpBase)
-			if o.budget != "0" || o.next != "ok" || fds > fdBase || o.tmp != "0" {
-				o.ok = false
-			}
+			o := measureCase(t, c, f, ds, good[f.store], filepath.Join(traceDir, fmt.Sprintf("trace-%02d.json", i)), fdBase, tmpBase,
+				func() {
+					killHTTP.kill()
+					killS3.kill()
+					closeConns()
+				})
 			for _, k := range []*killable{killHTTP, killS3} {
 				k.arm(0, nil)
 				if err := k.restart(); err != nil {
@@ -390,23 +382,46 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			}
 			outs = append(outs, o)
-			switch {
-			case f.known != "" && !o.ok:
-				t.Logf("known failure: %s: %s", f.known, o.result)
-			case !o.ok:
-				t.Errorf("%s; budget %s, fds %s, temp files %s, next query %s", o.result, o.budget, o.fdDelta, o.tmp, o.next)
-			case f.known != "":
-				t.Errorf("fixed? a known failure passed: %s in %v", o.result, o.took.Round(time.Millisecond))
-			default:
-				t.Logf("%s in %v", o.result, o.took.Round(time.Millisecond))
-			}
 		})
 	}
 
-	checkSecrets(t, sec, c, traceDir, outs)
+	// DuckDB's sandbox, in CLIs of their own: external access cannot be
+	// turned back on in a process.
+	sbOuts, transcripts := runSandbox(t, duckdb, ext, ds, sec, good, web, fronts[modeOK])
+	outs = append(outs, sbOuts...)
+
+	checkSecrets(t, sec, c, traceDir, outs, transcripts)
 	if *update {
 		writeReport(t, filepath.Join(root, "test/RELIABILITY.md"), outs, ds.answer)
 	}
+}
+
+// measureCase runs case f in c (runCase), then closes what the case left
+// open on the servers' side (closeConns), counts the CLI's descriptors and
+// temporary files against the baselines, and reports the outcome on t.
+func measureCase(t *testing.T, c *cli, f fault, ds dataset, good fault, trace string, fdBase, tmpBase int, closeConns func()) outcome {
+	parent := c.t
+	c.t = t
+	defer func() { c.t = parent }()
+	o := runCase(t, c, f, ds, good, trace)
+	closeConns()
+	fds := settledFDs(c, fdBase) // bounded wait for the CLI to notice
+	o.fdDelta = strconv.Itoa(fds - fdBase)
+	o.tmp = strconv.Itoa(c.tempFiles() - tmpBase)
+	if o.budget != "0" || o.next != "ok" || fds > fdBase || o.tmp != "0" {
+		o.ok = false
+	}
+	switch {
+	case f.known != "" && !o.ok:
+		t.Logf("known failure: %s: %s", f.known, o.result)
+	case !o.ok:
+		t.Errorf("%s; budget %s, fds %s, temp files %s, next query %s", o.result, o.budget, o.fdDelta, o.tmp, o.next)
+	case f.known != "":
+		t.Errorf("fixed? a known failure passed: %s in %v", o.result, o.took.Round(time.Millisecond))
+	default:
+		t.Logf("%s in %v", o.result, o.took.Round(time.Millisecond))
+	}
+	return o
 }
 
 // runCase runs f's query, then asks what it left in the budget and runs the

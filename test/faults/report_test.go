@@ -12,10 +12,13 @@ import (
 // checkSecrets greps every output of the matrix for the planted
 // credentials: the CLI's stdout and stderr (errors, stats rows, log lines,
 // any panic text), the trace files, and the report's rows.
-func checkSecrets(t *testing.T, sec secrets, c *cli, traceDir string, outs []outcome) {
+func checkSecrets(t *testing.T, sec secrets, c *cli, traceDir string, outs []outcome, more map[string]string) {
 	t.Helper()
 	c.exec("SELECT * FROM remote_segments_stats()", time.Minute) // into the transcript
 	places := map[string]string{"CLI output": c.output()}
+	for k, v := range more {
+		places[k] = v
+	}
 	traces, _ := filepath.Glob(filepath.Join(traceDir, "*.json"))
 	if len(traces) == 0 {
 		t.Errorf("secrets: no trace file was written under %s", traceDir)
@@ -60,6 +63,14 @@ credentials (access key, secret, a session token, a presigned query string)
 are in every case and appear in no output (TestFaultMatrix's secrets check
 greps the CLI's whole stdout and stderr, every trace file and these rows).
 
+The rows named "sandbox" check DuckDB's own sandbox (README, "DuckDB's
+sandbox") in two more CLI processes, since external access cannot be turned
+back on in a process: both set ` + "`allowed_directories`" + ` to a local directory
+` + "`allowed/`" + `, ` + "`s3://data/chunks/`" + ` and ` + "`<server>/ok/chunks/`" + ` and ` + "`allowed_paths`" + ` to one
+local file; the first then sets ` + "`enable_external_access = false`" + `, the second
+("sandbox off") leaves it on. Their store "local" is files on disk; their
+next query is the glob of the four chunks under ` + "`allowed/`" + `, which both admit.
+
 Columns: **outcome** is "answer identical" (the same count and sum as the
 data generator computed) or the first line of the error; **time** is the
 failing or answering query's wall time, against the **bound** the test
@@ -88,10 +99,20 @@ goleak.
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, o.f.store, o.f.name,
 			cell(o.f.injected), cell(res), o.took.Round(time.Millisecond), o.f.bound, o.retries, o.budget, o.fdDelta, o.tmp, o.next)
 	}
+	// The fuzzing section is `make fuzz`'s (test/cmd/fuzz): keep it.
+	if old, err := os.ReadFile(path); err == nil {
+		if i := strings.Index(string(old), fuzzSectionMark); i >= 0 {
+			b.WriteString("\n" + string(old[i:]))
+		}
+	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// fuzzSectionMark starts the section test/cmd/fuzz writes at the end of the
+// report (the same text as its sectionMark).
+const fuzzSectionMark = "<!-- fuzz: written by `make fuzz` (test/cmd/fuzz) -->"
 
 func cell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)

@@ -1,6 +1,7 @@
 // Package staticapi gives package cabi the DuckDB C API function table of a
 // program that links DuckDB statically through the DuckDB Go driver, and the
-// few C API calls beyond API v1.2.0 that the Go-driver host needs.
+// few C API calls beyond API v1.2.0 that the Go-driver host needs (reading
+// a setting and the connection in a bind).
 //
 // It is the project's second cgo package, and must stay separate from cabi:
 // it names the real duckdb_* functions, which the loadable extension (built
@@ -15,6 +16,22 @@ package staticapi
 #include "table.h"
 
 static const void *rsapi_table_start(void) { return (const void *)rsapi_table; }
+
+#ifndef DUCKDB_API_VERSION_AT_LEAST
+// duckdb.h of DuckDB 1.4 (build/include) predates it: stable since C API
+// v1.5.6, which the linked engine has. The last parameter is a
+// duckdb_config_option_scope *, unused (NULL) by cabi.
+duckdb_value duckdb_client_context_get_config_option(duckdb_client_context context, const char *name, void *out_scope);
+#endif
+
+// rsapi_settings: the functions cabi.UseSettingsAPI takes, in its order.
+static const rsapi_fn rsapi_settings[3] = {
+	(rsapi_fn)duckdb_table_function_get_client_context,
+	(rsapi_fn)duckdb_client_context_get_config_option,
+	(rsapi_fn)duckdb_destroy_client_context,
+};
+
+static const void *rsapi_settings_start(void) { return (const void *)rsapi_settings; }
 
 // rsapi_context_id returns the connection id of ctx and destroys it.
 static uint64_t rsapi_context_id(duckdb_client_context ctx) {
@@ -55,6 +72,15 @@ const NoConnection = ^uint64(0)
 // read-only.
 func Table() (table unsafe.Pointer, n int) {
 	return unsafe.Pointer(C.rsapi_table_start()), int(C.rsapi_table_len)
+}
+
+// SettingsTable returns the functions that read a DuckDB setting in a table
+// function's bind, in the order cabi.UseSettingsAPI takes them
+// (duckdb_table_function_get_client_context,
+// duckdb_client_context_get_config_option, duckdb_destroy_client_context).
+// The memory is static and read-only.
+func SettingsTable() (table unsafe.Pointer, n int) {
+	return unsafe.Pointer(C.rsapi_settings_start()), 3
 }
 
 // LibraryVersion returns the version of the linked DuckDB, such as "v1.5.6".

@@ -17,7 +17,7 @@ func v2Edition(ext, extV2, dir string) {
 	fmt.Println("== v2 edition: segment pruning and partitioned aggregates (2.0 CLI; best of", *reps, "; informative under load)")
 	src := fmt.Sprintf("remote_segments('%s/**/*.arrow')", dir)
 	where := " WHERE segment_id = '3'"
-	lastScan := "SELECT chunks, chunks_pruned, wire_bytes, gets FROM remote_segments_stats() ORDER BY scan_id DESC LIMIT 1;"
+	lastScan := "SELECT chunks, pruned, wire_bytes, gets FROM remote_segments_stats() ORDER BY scan_id DESC LIMIT 1;"
 
 	type run struct {
 		name, ext, query string
