@@ -60,16 +60,20 @@ func (s *Scheduler) run(id int, t *task) {
 	// store: it is retried at once and draws nothing from the retry budget
 	// nor counts as broken, until the task has gone without a byte for as
 	// long as a patient client waits (the request timeout, over all its
-	// attempts). Only then is it a timeout, charged as one: a store that
-	// stopped answering is still reported, within about request_timeout,
-	// while a machine too busy to read its sockets for a second (every GET
-	// looks stalled at once) cannot drain the budget and fail the scan.
+	// attempts; the watch waits twice as long for each stall in a row, so
+	// a dead store gets a few GETs, not one a second). Then it fails as a
+	// timeout: a store that stopped answering is reported about
+	// request_timeout after its last byte, as a patient client would, while
+	// a machine too busy to read its sockets for a second (every GET looks
+	// stalled at once) cannot drain the budget and fail the scan.
 	var se *stallError
-	impatient := false
+	impatient, gaveUp := false, false
 	if errors.As(err, &se) {
-		if quiet, limit := time.Since(t.quietSince), s.quietLimit(t); quiet < limit {
+		if quiet := time.Since(t.quietSince); quiet < s.quietLimit(t) {
 			impatient = true
+			t.stalls++
 		} else {
+			gaveUp = true
 			err = fmt.Errorf("%w: no byte for %v (the last attempt %s)", ErrTimeout, quiet.Round(time.Millisecond), se.reason)
 		}
 	}
@@ -105,6 +109,8 @@ func (s *Scheduler) run(id int, t *task) {
 	}
 	switch {
 	case !retry:
+	case gaveUp:
+		retry = false
 	case impatient:
 		s.stallRetries++
 	case cost > 0 && !throttled && t.broken > s.o.Retries:
@@ -251,6 +257,11 @@ type hedge struct {
 	start       time.Time // of the first GET
 	want        int64     // bytes it asks for
 	unknown     bool      // no latency was measured when it started
+	// The task's stall clock (see run): since when it has had no byte, how
+	// long a patient client waits, and the stalls in a row before this GET.
+	quietSince time.Time
+	quietLimit time.Duration
+	stalls     int
 
 	got      atomic.Int64 // body bytes the first GET has read
 	lastByte atomic.Int64 // when it last read one (UnixNano), 0 before the first
@@ -301,6 +312,7 @@ func (s *Scheduler) attempt(id int, t *task) error {
 		gap := s.lat.stallGap(s.o.HedgeFloor, s.o.HedgeMinSamples)
 		hs.mu.Lock()
 		hs.start, hs.want = time.Now(), want
+		hs.quietSince, hs.quietLimit, hs.stalls = t.quietSince, s.quietLimit(t), t.stalls
 		if !ok {
 			// Nothing measured yet (a new scheduler's first GETs): look
 			// again after the floor, when other GETs may have taught the
@@ -315,6 +327,7 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	t.done = from + int64(len(got))
 	if last := hs.lastByte.Load(); last != 0 {
 		t.quietSince = time.Unix(0, last)
+		t.stalls = 0
 	}
 	hs.mu.Lock()
 	if hs.timer != nil {
@@ -382,13 +395,16 @@ func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Durat
 		}
 		// Over the hedge budget. Maybe later; but a GET stuck for four
 		// times its patience, and a second at least (a slow start on a
-		// busy machine is not a stall), is ended as a timeout and retried
-		// rather than left to the idle timeout.
-		idleSince := hs.start
+		// busy machine is not a stall), is ended and retried rather than
+		// left to the idle timeout; twice as long for each stall in a row
+		// of its task, and at the latest when the task has had no byte for
+		// as long as a patient client waits (see run).
+		idleSince, quietSince := hs.start, hs.quietSince
 		if last := hs.lastByte.Load(); last != 0 {
-			idleSince = time.Unix(0, last)
+			idleSince, quietSince = time.Unix(0, last), time.Unix(0, last)
 		}
-		if s.o.Retries > 0 && time.Since(idleSince) >= max(4*hs.patience, time.Second) {
+		wait := max(4*hs.patience, time.Second) << min(hs.stalls, 6)
+		if s.o.Retries > 0 && (time.Since(idleSince) >= wait || time.Since(quietSince) >= hs.quietLimit) {
 			cancelPrimary(&stallError{"stalled, and no hedge was allowed"})
 			return
 		}
