@@ -32,15 +32,21 @@ func TestRetryDelay(t *testing.T) {
 	}
 }
 
-// TestRandomThrottleNoCut: while the controller has cut nothing, a throttle
-// counts as random for the back-off; after a cut it does not.
+// TestRandomThrottleNoCut: while the controller has cut nothing, or less
+// than a quarter, a throttle counts as random for the back-off; after a
+// larger cut it does not.
 func TestRandomThrottleNoCut(t *testing.T) {
 	c := newCongestion(16, time.Second, time.Now())
-	if c.limit < c.p {
+	if c.limit < c.p || !c.random() {
 		t.Fatal("a new controller starts cut")
 	}
+	c.setLimit(13)
+	if !c.random() {
+		t.Fatal("a cut of 3 of 16 (what random throttling trips now and then) made throttles non-random")
+	}
+	c.setLimit(16)
 	simulate(c, time.Now(), 20, 10*time.Millisecond, func(limit, i int) bool { return i >= 4 }) // serves 4 of 16
-	if c.limit >= c.p {
+	if c.random() {
 		t.Fatalf("a store serving 4 of 16 left the limit at %d: the back-off would stay flat", c.limit)
 	}
 }
