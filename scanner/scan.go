@@ -88,7 +88,12 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	capacity := p.cfg.MemoryBudget
 	if capacity <= 0 {
-		capacity = budget.Size(total, p.cfg.BudgetFraction, 0, 0)
+		// The default is never below two chunks (one consumed, the next
+		// fetched), the knee's floor: a scan of a few large chunks would
+		// otherwise fetch and consume them one after the other (4 chunks of
+		// 66 MiB: a fraction of 66 MiB, one at a time, 0.46-0.58x the raw
+		// loop; 132 MiB, 0.57-0.66x).
+		capacity = max(budget.Size(total, p.cfg.BudgetFraction, 0, 0), min(2*largest, budget.DefaultMax))
 	}
 	if p.cfg.Process.Memory != nil {
 		capacity = min(capacity, p.cfg.Process.Memory.Stats().Cap)

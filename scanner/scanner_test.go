@@ -742,6 +742,32 @@ func TestBudgetKnee(t *testing.T) {
 	}
 }
 
+// TestDefaultBudgetHoldsTwoChunks: the default budget is never below two
+// of the largest chunks, or a scan of a few big ones would read them one
+// at a time. (The second row claims 40 MiB: the scan is closed before it
+// matters that the file is smaller.)
+func TestDefaultBudgetHoldsTwoChunks(t *testing.T) {
+	dir, _ := writeDataset(t)
+	src := filepath.Join(dir, "chunks/segment=s0/chunk-0.arrow")
+	info, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []Row{{"url": src, "length": info.Size()}, {"url": src, "length": int64(40 << 20)}}
+	plan, err := Bind(context.Background(), Config{Process: testProcess(t), Rows: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan.Close()
+	if st := scan.Stats(); st.BudgetLimit != 80<<20 {
+		t.Errorf("default budget %d, want two 40 MiB chunks (%d)", st.BudgetLimit, 80<<20)
+	}
+}
+
 // TestBudgetKneeGrows: the cap grows from the knee only while the budget
 // keeps the consumers waiting. Behind a store with 20 ms per request, fast
 // consumers starve while chunks wait for memory and the IO slots are
