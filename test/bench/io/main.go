@@ -429,10 +429,12 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 			narrow := must("narrow", b.scan(d, cfg, p, []int{0}))
 			wide := must("wide", b.scan(d, cfg, p, nil))
 			nested := must("nested", b.nested(d, cfg, p))
+			channel := must("channel", b.channel(d, cfg, p))
 			row.raw = append(row.raw, raw)
 			row.narrow = append(row.narrow, narrow)
 			row.wide = append(row.wide, wide)
 			row.nested = append(row.nested, nested)
+			row.channel = append(row.channel, channel)
 			row.load = append(row.load, loadAvg1())
 			if pd != nil && pi == len(ps)-1 {
 				// The peers at the highest P, in the same round: the
@@ -464,7 +466,9 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 				narrow.requests, wide.requests,
 				float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)),
 				raw.inFlight, narrow.inFlight, wide.inFlight, raw.cpu.Seconds(), narrow.cpu.Seconds(), wide.cpu.Seconds())
-			fmt.Printf("           nested buffered(k) %.1f MiB/s = %.2f× the raw loop, in flight %.1f\n", nested.mibps(d), raw.window.Seconds()/nested.window.Seconds(), nested.inFlight)
+			fmt.Printf("           nested buffered(k) %.1f MiB/s = %.2f× the raw loop, in flight %.1f; byte-capped channel %.1f MiB/s = %.2f×, in flight %.1f\n",
+				nested.mibps(d), raw.window.Seconds()/nested.window.Seconds(), nested.inFlight,
+				channel.mibps(d), raw.window.Seconds()/channel.window.Seconds(), channel.inFlight)
 			if os.Getenv("IOBENCH_VERBOSE") != "" {
 				for _, r := range []runResult{narrow, wide} {
 					fmt.Printf("      limit min %d, hedges %d, budget cap %d peak %d waits %d (%v), io_utilization %.2f, wall %v\n",

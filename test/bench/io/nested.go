@@ -135,7 +135,7 @@ func splitP(p, segments, perSeg int) (k1, k2 int) {
 // decodeChunk decodes an Arrow IPC file or stream held in data (every
 // column) and returns its rows and sum(x) (column 0).
 func decodeChunk(data []byte) (rows, sumX int64, err error) {
-	add := func(rec arrow.RecordBatch) {
+	err = eachBatch(data, func(rec arrow.RecordBatch) error {
 		rows += rec.NumRows()
 		x := rec.Column(0).(*array.Int64)
 		for i := range x.Len() {
@@ -143,31 +143,43 @@ func decodeChunk(data []byte) (rows, sumX int64, err error) {
 				sumX += x.Value(i)
 			}
 		}
-	}
+		return nil
+	})
+	return rows, sumX, err
+}
+
+// eachBatch calls fn with every record batch of the Arrow IPC file or
+// stream held in data, in order; a batch is valid during the call (fn
+// retains it to keep it). The first error of fn ends the loop.
+func eachBatch(data []byte, fn func(arrow.RecordBatch) error) error {
 	if bytes.HasPrefix(data, []byte("ARROW1")) {
 		r, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(memory.DefaultAllocator))
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
 		defer r.Close()
 		for i := range r.NumRecords() {
 			rec, err := r.RecordBatch(i)
 			if err != nil {
-				return 0, 0, err
+				return err
 			}
-			add(rec)
+			if err := fn(rec); err != nil {
+				return err
+			}
 		}
-		return rows, sumX, nil
+		return nil
 	}
 	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	defer r.Release()
 	for r.Next() {
-		add(r.RecordBatch())
+		if err := fn(r.RecordBatch()); err != nil {
+			return err
+		}
 	}
-	return rows, sumX, r.Err()
+	return r.Err()
 }
 
 // fileFormat returns data as an Arrow IPC file: data itself when it is one,

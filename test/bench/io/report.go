@@ -28,6 +28,7 @@ type markdown struct {
 type w2Row struct {
 	p                         int
 	raw, narrow, wide, nested []runResult
+	channel                   []runResult
 	load                      []float64
 	// At the highest P with peers: "raw-files", "rs-narrow", "rs-wide"
 	// (on the IPC-file copy), "polars-narrow", "polars-wide",
@@ -114,10 +115,10 @@ func (m *markdown) write(path string, mid, tiny *dataset) error {
 			verdict(n, 0.9, true), verdict(wd, 0.9, true))
 
 		w("## W2: %d objects of ~%.0f KiB behind a %v proxy, narrow and wide queries\n\n", len(mid.keys), float64(mid.bytes)/float64(len(mid.keys))/1024, *latency)
-		w("%d objects (%.1f MiB, half Arrow IPC files, half IPC streams, %d rows) on versitygw behind `test/faultproxy`, which adds %v to every request; the catalog gives every chunk's length. The narrow query reads one column (`x`, checked against the generator's sum), the wide one every column. remote_segments is the table function's pipeline (the `scanner` package: bind, plan, budget, IO scheduler, decode) in a Go process, with two consumer goroutines; the reference is the **raw ranged-GET loop**: P goroutines GETting whole objects from the same proxy, no decoding. MiB/s is the objects' bytes over the window from the first request's arrival at the proxy to the last one's end (bind's first GET included). Each P runs %d interleaved rounds (raw, narrow, wide, nested; at the highest P also the runs of the peers below); ratios are medians of the rounds' ratios with their min–max; MiB/s, requests and in-flight are medians. Measured %s (`go run ./test/bench/io -md …`).\n\n",
+		w("%d objects (%.1f MiB, half Arrow IPC files, half IPC streams, %d rows) on versitygw behind `test/faultproxy`, which adds %v to every request; the catalog gives every chunk's length. The narrow query reads one column (`x`, checked against the generator's sum), the wide one every column. remote_segments is the table function's pipeline (the `scanner` package: bind, plan, budget, IO scheduler, decode) in a Go process, with two consumer goroutines; the reference is the **raw ranged-GET loop**: P goroutines GETting whole objects from the same proxy, no decoding. MiB/s is the objects' bytes over the window from the first request's arrival at the proxy to the last one's end (bind's first GET included). Each P runs %d interleaved rounds (raw, narrow, wide, nested, channel; at the highest P also the runs of the peers below); ratios are medians of the rounds' ratios with their min–max; MiB/s, requests and in-flight are medians. Measured %s (`go run ./test/bench/io -md …`).\n\n",
 			len(mid.keys), float64(mid.bytes)/(1<<20), mid.rows, *latency, max(1, *rounds), when)
-		w("| max_parallel_io | raw loop MiB/s | narrow MiB/s | narrow × raw | wide MiB/s | wide × raw | nested buffered(k) × raw | requests narrow / wide | round trips per chunk (narrow) | in flight raw / narrow / wide / nested | client CPU s per GiB (narrow) | load avg |\n")
-		w("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		w("| max_parallel_io | raw loop MiB/s | narrow MiB/s | narrow × raw | wide MiB/s | wide × raw | nested buffered(k) × raw | byte-capped channel × raw | requests narrow / wide | round trips per chunk (narrow) | in flight raw / narrow / wide / nested / channel | client CPU s per GiB (narrow) | load avg |\n")
+		w("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, r := range m.w2 {
 			n, nlo, nhi := r.ratios(r.narrow)
 			wd, wlo, whi := r.ratios(r.wide)
@@ -125,15 +126,16 @@ func (m *markdown) write(path string, mid, tiny *dataset) error {
 			rt := medianOf(r.narrow, func(x runResult) float64 { return float64(x.stats.RoundTrips) / float64(max(1, x.stats.Chunks)) })
 			lo, hi := slices.Min(r.load), slices.Max(r.load)
 			ns, nslo, nshi := r.ratios(r.nested)
-			w("| %d | %.1f | %.1f | **%.2f×** (%.2f–%.2f) | %.1f | **%.2f×** (%.2f–%.2f) | %.2f× (%.2f–%.2f) | %.0f / %.0f | %.2f | %.1f / %.1f / %.1f / %.1f | %.2f | %.1f–%.1f |\n",
-				r.p, medianOf(r.raw, speed), medianOf(r.narrow, speed), n, nlo, nhi, medianOf(r.wide, speed), wd, wlo, whi, ns, nslo, nshi,
+			ch, chlo, chhi := r.ratios(r.channel)
+			w("| %d | %.1f | %.1f | **%.2f×** (%.2f–%.2f) | %.1f | **%.2f×** (%.2f–%.2f) | %.2f× (%.2f–%.2f) | %.2f× (%.2f–%.2f) | %.0f / %.0f | %.2f | %.1f / %.1f / %.1f / %.1f / %.1f | %.2f | %.1f–%.1f |\n",
+				r.p, medianOf(r.raw, speed), medianOf(r.narrow, speed), n, nlo, nhi, medianOf(r.wide, speed), wd, wlo, whi, ns, nslo, nshi, ch, chlo, chhi,
 				medianOf(r.narrow, func(x runResult) float64 { return float64(x.requests) }), medianOf(r.wide, func(x runResult) float64 { return float64(x.requests) }),
 				rt,
 				medianOf(r.raw, func(x runResult) float64 { return x.inFlight }), medianOf(r.narrow, func(x runResult) float64 { return x.inFlight }),
-				medianOf(r.wide, func(x runResult) float64 { return x.inFlight }), medianOf(r.nested, func(x runResult) float64 { return x.inFlight }),
+				medianOf(r.wide, func(x runResult) float64 { return x.inFlight }), medianOf(r.nested, func(x runResult) float64 { return x.inFlight }), medianOf(r.channel, func(x runResult) float64 { return x.inFlight }),
 				medianOf(r.narrow, func(x runResult) float64 { return x.cpu.Seconds() / (float64(mid.bytes) / (1 << 30)) }), lo, hi)
 		}
-		w("\nRequests are counted at the proxy (bind included). The client's CPU includes the proxy, which runs in the same process; versitygw's is apart. *Nested buffered(k)* is the design the IO scheduler replaces, over the same objects and store: segments k1 at a time × chunks k2 at a time (k1·k2 = max_parallel_io), each level waiting for its whole wave, every chunk fetched whole and decoded (every column) between the waves.\n\n")
+		w("\nRequests are counted at the proxy (bind included). The client's CPU includes the proxy, which runs in the same process; versitygw's is apart. *Nested buffered(k)* is the design the IO scheduler replaces, over the same objects and store: segments k1 at a time × chunks k2 at a time (k1·k2 = max_parallel_io), each level waiting for its whole wave, every chunk fetched whole and decoded (every column) between the waves. The *byte-capped channel* is the other design it replaces: max_parallel_io goroutines each GET the next chunk whole, decode it themselves and send its batches into a channel capped at 64 MiB of decoded bytes (fetched bytes not counted), one consumer summing.\n\n")
 		m.w2PeersSection(w, g, mid)
 		if l := m.large; l != nil && len(l.raw) > 0 {
 			wd, wlo, whi, _ := speedRatio(l.wide, l.raw)
