@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"sync"
 	"sync/atomic"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/test/faultproxy"
 )
 
@@ -25,17 +23,8 @@ const channelCap = 64 << 20
 // batches into a channel whose cap counts decoded bytes only (what a
 // channel can see; fetched bytes are not counted); one consumer sums x.
 func (b *bench) channel(d *dataset, cfg faultproxy.Config, p int) runResult {
-	proxy, err := faultproxy.New(b.srv.Endpoint, cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
+	proxy, st := b.open(cfg, p)
 	defer proxy.Close()
-	so := b.storeOptions(proxy)
-	so.MaxConns = p + 1
-	st, _, err := store.Open("s3://bench/", so)
-	if err != nil {
-		log.Fatal(err)
-	}
 	defer st.Close()
 	cpu0 := cpuTime()
 	type item struct {

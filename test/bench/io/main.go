@@ -277,19 +277,27 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// raw GETs every object (in parts of at most part bytes) with p goroutines.
-func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runResult {
+// open starts a proxy in front of the server with cfg and the S3 store
+// through it for p requests in flight (the Go contenders' store); the
+// caller closes both.
+func (b *bench) open(cfg faultproxy.Config, p int) (*faultproxy.Proxy, store.Store) {
 	proxy, err := faultproxy.New(b.srv.Endpoint, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer proxy.Close()
 	so := b.storeOptions(proxy)
 	so.MaxConns = p + 1
 	st, _, err := store.Open("s3://bench/", so)
 	if err != nil {
 		log.Fatal(err)
 	}
+	return proxy, st
+}
+
+// raw GETs every object (in parts of at most part bytes) with p goroutines.
+func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runResult {
+	proxy, st := b.open(cfg, p)
+	defer proxy.Close()
 	defer st.Close()
 	cpu0 := cpuTime()
 	type piece struct{ key, off, n int64 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"math"
 	"strings"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/test/faultproxy"
 )
 
@@ -27,17 +25,8 @@ import (
 // between the waves. (test/bench/iosched and test/bench/peers have the
 // same design over other data, in main packages that cannot be imported.)
 func (b *bench) nested(d *dataset, cfg faultproxy.Config, p int) runResult {
-	proxy, err := faultproxy.New(b.srv.Endpoint, cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
+	proxy, st := b.open(cfg, p)
 	defer proxy.Close()
-	so := b.storeOptions(proxy)
-	so.MaxConns = p + 1
-	st, _, err := store.Open("s3://bench/", so)
-	if err != nil {
-		log.Fatal(err)
-	}
 	defer st.Close()
 	cpu0 := cpuTime()
 	segs := segmentsOf(d)
