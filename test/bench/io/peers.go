@@ -243,7 +243,11 @@ func (b *bench) table2Peers(pd *peerData) {
 				c, m = b.scan(pd.files, clean, 64, []int{0}), b.scan(pd.files, mix, 64, []int{0})
 			} else {
 				c = b.peer(k, pd, clean, false, *peerTimeout)
-				m = b.peer(k, pd, mix, false, max(*peerTimeout, 10*c.wall))
+				timeout := *peerTimeout
+				if c.err == nil {
+					timeout = max(timeout, 10*c.wall)
+				}
+				m = b.peer(k, pd, mix, false, timeout)
 			}
 			b.md.w3peers[k] = append(b.md.w3peers[k], w3Run{clean: c, mix: m, load: loadAvg1()})
 			state := func(r runResult) string {
