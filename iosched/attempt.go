@@ -36,6 +36,9 @@ func (s *Scheduler) run(id int, t *task) {
 	}
 	t.attempts++
 	issued := time.Now()
+	if t.quietSince.IsZero() {
+		t.quietSince = issued
+	}
 	err := s.attempt(id, t)
 	if err == nil {
 		s.mu.Lock()
@@ -53,30 +56,63 @@ func (s *Scheduler) run(id int, t *task) {
 		s.finish(t, nil, true)
 		return
 	}
+	// A stall the watch ended is our impatience, not a failure of the
+	// store: it is retried at once and draws nothing from the retry budget
+	// nor counts as broken, until the task has gone without a byte for as
+	// long as a patient client waits (the request timeout, over all its
+	// attempts; the watch waits twice as long for each stall in a row, so
+	// a dead store gets a few GETs, not one a second). Then it fails as a
+	// timeout: a store that stopped answering is reported about
+	// request_timeout after its last byte, as a patient client would, while
+	// a machine too busy to read its sockets for a second (every GET looks
+	// stalled at once) cannot drain the budget and fail the scan.
+	var se *stallError
+	impatient, gaveUp := false, false
+	if errors.As(err, &se) {
+		if quiet := time.Since(t.quietSince); quiet < s.quietLimit(t) {
+			impatient = true
+			t.stalls++
+		} else {
+			gaveUp = true
+			err = fmt.Errorf("%w: no byte for %v (the last attempt %s)", ErrTimeout, quiet.Round(time.Millisecond), se.reason)
+		}
+	}
 	throttled := store.Throttled(err)
 	if throttled {
 		s.throttled.Add(1)
 		b.throttled.Add(1)
 	}
 	cost := retryCostOf(err)
+	if impatient {
+		cost = 0
+	}
 	retry := !store.Permanent(err) && !errors.Is(err, ErrInvalid) && s.o.Retries > 0
 	s.mu.Lock()
 	if throttled {
 		s.answerLocked(issued, time.Now(), true)
 	}
-	// With no cut in force the controller judges the throttling random
-	// (background): a throttled GET then waits the first retry's back-off
-	// however often it was throttled, since waiting longer does not make a
-	// random refusal less likely, only the scan's tail longer (three 503s
-	// in a row on one of 2,000 small GETs added ~0.5 s to a 1.2 s scan).
-	// Throttling that follows our load cuts the limit within a round or
-	// two, and then back-off grows as usual.
-	random := throttled && s.cc.limit >= s.cc.p
+	// Unless the controller has cut the limit by a quarter or more it
+	// judges the throttling random (see congestion.random): a throttled GET
+	// then waits at most half the first retry's back-off (jittered from 0)
+	// however often it was throttled, since waiting does not make a random
+	// refusal less likely, only the scan's tail longer (three 503s in a row
+	// on one of 2,000 small GETs added ~0.5 s to a 1.2 s scan; in the fault
+	// mix of issue 8 a 503 in the last wave of GETs is the usual end of the
+	// scan). Throttling that follows our load cuts the limit within a round
+	// or two, and then back-off grows as usual.
+	random := throttled && s.cc.random()
 	if cost > 0 && !throttled {
 		t.broken++
+		t.brokenRun++
+	} else {
+		t.brokenRun = 0
 	}
 	switch {
 	case !retry:
+	case gaveUp:
+		retry = false
+	case impatient:
+		s.stallRetries++
 	case cost > 0 && !throttled && t.broken > s.o.Retries:
 		// Random resets and stalls hit a GET rarely; the same GET broken
 		// Retries+1 times is a server that cannot serve it (a body that
@@ -103,7 +139,23 @@ func (s *Scheduler) run(id int, t *task) {
 	}
 	s.retries.Add(1)
 	b.retries.Add(1)
-	d := s.retryDelay(t.attempts, err, random)
+	var d time.Duration
+	switch {
+	case impatient:
+		// A stall is not throttling: ask again at once.
+	case cost == retryCost && !throttled:
+		// A broken connection (a reset, a body cut short) is not
+		// throttling either, and waiting does not make the next one less
+		// likely: the first in a row is retried at once, on a new
+		// connection. Another in a row backs off as usual, by the count of
+		// breaks in a row: a server restarting resets its connections and
+		// then refuses new ones for a while (refusals back off by attempt).
+		if t.brokenRun > 1 {
+			d = s.retryDelay(t.brokenRun-1, err, false)
+		}
+	default:
+		d = s.retryDelay(t.attempts, err, random)
+	}
 	s.mu.Lock()
 	// Checked under s.mu: cancelBatch runs after the context is done and
 	// takes s.mu, so it either sees this task backing off or we see the
@@ -118,6 +170,24 @@ func (s *Scheduler) run(id int, t *task) {
 	s.mu.Unlock()
 	s.finish(t, nil, true)
 }
+
+// quietLimit is how long a patient client would wait for t's next byte:
+// the first-byte timeout before any byte of it came, else the idle timeout.
+func (s *Scheduler) quietLimit(t *task) time.Duration {
+	if t.done == 0 {
+		return s.o.FirstByteTimeout
+	}
+	return s.o.IdleTimeout
+}
+
+// stallError is the cause with which the watch ends a GET that stalled
+// (with no hedge allowed, or with its hedge): a timeout of our own
+// impatience, retried for free while the task is within quietLimit (see
+// run). It unwraps to ErrTimeout.
+type stallError struct{ reason string }
+
+func (e *stallError) Error() string { return ErrTimeout.Error() + ": " + e.reason }
+func (e *stallError) Unwrap() error { return ErrTimeout }
 
 // maxBudgetedAttempts bounds the attempts of one GET whose retries come
 // from the retry budget, so that one object that is always throttled
@@ -139,14 +209,17 @@ func retryCostOf(err error) int {
 }
 
 // retryDelay is the wait before the next attempt of a GET that failed with
-// err after attempts attempts: the back-off of that many attempts, or of
-// one while the throttling is random (see run), or what the store asked
-// for with Retry-After if that is longer (capped at FirstByteTimeout).
+// err after attempts attempts: the back-off of that many attempts, or
+// between 0 and Backoff/2 while the throttling is random (see run), or
+// what the store asked for with Retry-After if that is longer (capped at
+// FirstByteTimeout).
 func (s *Scheduler) retryDelay(attempts int, err error, random bool) time.Duration {
+	var d time.Duration
 	if random {
-		attempts = 1
+		d = rand.N(s.o.Backoff/2 + 1)
+	} else {
+		d = s.backoffDelay(attempts)
 	}
-	d := s.backoffDelay(attempts)
 	if ra := store.RetryAfter(err); ra > d {
 		d = min(ra, s.o.FirstByteTimeout) // the store asked for it; a silly value is capped
 	}
@@ -184,6 +257,11 @@ type hedge struct {
 	start       time.Time // of the first GET
 	want        int64     // bytes it asks for
 	unknown     bool      // no latency was measured when it started
+	// The task's stall clock (see run): since when it has had no byte, how
+	// long a patient client waits, and the stalls in a row before this GET.
+	quietSince time.Time
+	quietLimit time.Duration
+	stalls     int
 
 	got      atomic.Int64 // body bytes the first GET has read
 	lastByte atomic.Int64 // when it last read one (UnixNano), 0 before the first
@@ -234,6 +312,7 @@ func (s *Scheduler) attempt(id int, t *task) error {
 		gap := s.lat.stallGap(s.o.HedgeFloor, s.o.HedgeMinSamples)
 		hs.mu.Lock()
 		hs.start, hs.want = time.Now(), want
+		hs.quietSince, hs.quietLimit, hs.stalls = t.quietSince, s.quietLimit(t), t.stalls
 		if !ok {
 			// Nothing measured yet (a new scheduler's first GETs): look
 			// again after the floor, when other GETs may have taught the
@@ -246,6 +325,10 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	}
 	got, err := s.getRange(ctx, cancel, id, t, "GET", t.off+from, want, func() []byte { return s.buffer(t)[from:] }, hs)
 	t.done = from + int64(len(got))
+	if last := hs.lastByte.Load(); last != 0 {
+		t.quietSince = time.Unix(0, last)
+		t.stalls = 0
+	}
 	hs.mu.Lock()
 	if hs.timer != nil {
 		hs.timer.Stop()
@@ -312,14 +395,17 @@ func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Durat
 		}
 		// Over the hedge budget. Maybe later; but a GET stuck for four
 		// times its patience, and a second at least (a slow start on a
-		// busy machine is not a stall), is ended as a timeout and retried
-		// rather than left to the idle timeout.
-		idleSince := hs.start
+		// busy machine is not a stall), is ended and retried rather than
+		// left to the idle timeout; twice as long for each stall in a row
+		// of its task, and at the latest when the task has had no byte for
+		// as long as a patient client waits (see run).
+		idleSince, quietSince := hs.start, hs.quietSince
 		if last := hs.lastByte.Load(); last != 0 {
-			idleSince = time.Unix(0, last)
+			idleSince, quietSince = time.Unix(0, last), time.Unix(0, last)
 		}
-		if time.Since(idleSince) >= max(4*hs.patience, time.Second) {
-			cancelPrimary(fmt.Errorf("%w: stalled, and no hedge was allowed", ErrTimeout))
+		wait := max(4*hs.patience, time.Second) << min(hs.stalls, 6)
+		if s.o.Retries > 0 && (time.Since(idleSince) >= wait || time.Since(quietSince) >= hs.quietLimit) {
+			cancelPrimary(&stallError{"stalled, and no hedge was allowed"})
 			return
 		}
 		hs.timer.Reset(gap)
@@ -327,7 +413,9 @@ func (s *Scheduler) watch(id int, t *task, hs *hedge, from int64, gap time.Durat
 		// Both stuck: the hedge ran as long as the first GET did before
 		// it was hedged. End both; the task is retried as a timeout.
 		hs.cancel(errHedgeStalled)
-		cancelPrimary(fmt.Errorf("%w: stalled, and so did its hedge", ErrTimeout))
+		if s.o.Retries > 0 { // else the first GET waits for its timeout: it cannot be retried
+			cancelPrimary(&stallError{"stalled, and so did its hedge"})
+		}
 	}
 }
 
@@ -377,7 +465,9 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 			// The hedge failed while the first GET is still stuck: end
 			// that one too, as a timeout, so that the task is retried
 			// (from the bytes it has) instead of waiting out the stall.
-			cancelPrimary(fmt.Errorf("%w: stalled, and its hedge failed: %v", ErrTimeout, err))
+			if s.o.Retries > 0 {
+				cancelPrimary(&stallError{"stalled, and its hedge failed: " + err.Error()})
+			}
 		}
 		hs.mu.Unlock()
 		close(hs.done)

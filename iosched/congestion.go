@@ -183,6 +183,16 @@ func (c *congestion) setLimit(n int) {
 	c.minLimit = min(c.minLimit, c.limit)
 }
 
+// random reports whether throttled answers count as random for their
+// retry's back-off: no cut, or a small one, is in force. 5 % random 503s
+// now and then trip a cut of a few (64 to 60) that a lucky test round
+// keeps; it grows back by one per interval, which outlasts a short scan,
+// and its throttles would back off exponentially for nothing. A cut of a
+// quarter or more is the store refusing our load.
+func (c *congestion) random() bool {
+	return c.limit >= c.p-c.p/4
+}
+
 // effective is how many GETs may run now: the limit less the round's
 // throttled answers beyond what the background share explains (random
 // throttling holds nothing back), at least one.

@@ -119,6 +119,7 @@ type Scheduler struct {
 	queueWait              Histogram
 	latency                Histogram
 	budgetFailures         int64
+	stallRetries           int64
 
 	wg sync.WaitGroup // workers, hedges
 
@@ -218,7 +219,7 @@ func (s *Scheduler) Stats() Stats {
 		Parallelism: s.p, Limit: s.cc.limit, LimitMin: s.cc.minLimit, InFlight: s.inflight, Hedging: s.hedging,
 		Queued: s.queued, Backoff: s.backoff,
 		HedgesIssued: s.hedgesIssued, Decreases: s.cc.cuts, Undos: s.cc.undos,
-		RetryTokens: s.rb.tokens, BudgetFailures: s.budgetFailures, BackgroundThrottle: s.cc.bg,
+		RetryTokens: s.rb.tokens, BudgetFailures: s.budgetFailures, StallRetries: s.stallRetries, BackgroundThrottle: s.cc.bg,
 		QueueWait: s.queueWait.clone(), Latency: s.latency.clone(),
 		BusyTime: s.busyTime, CapacityTime: s.capacityTime,
 	}

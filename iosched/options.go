@@ -43,7 +43,11 @@ type Options struct {
 	// Throttled (429, 503), reset and timed-out GETs are retried while the
 	// retry budget lasts instead (at most 20 attempts each), except that a
 	// GET whose connection broke (reset, short body, timeout) more than
-	// Retries times fails.
+	// Retries times fails. A GET the hedge watch ends as stalled is our
+	// impatience, not a failure: it is retried at once and costs nothing;
+	// the request fails with ErrTimeout once it has had no byte for
+	// FirstByteTimeout (IdleTimeout once a byte came) over all its
+	// attempts. With Retries negative the watch ends no GET.
 	Retries int
 	// RetryBudget is the capacity in tokens of the retry budget: a retry of
 	// a throttled or reset GET costs 5, of a timed-out one 10, and every GET

@@ -38,8 +38,15 @@ type task struct {
 	attempts int
 	spent    int // retry-budget tokens its retries took
 	broken   int // failures that were not throttles (resets, short bodies, timeouts)
-	enqueued time.Time
-	timer    *time.Timer
+	// brokenRun counts those failures in a row (any other outcome ends a run).
+	brokenRun int
+	// quietSince is when the task last read a byte, or its first attempt
+	// began: the stall clock of run's free retries; stalls counts the
+	// watch's ends in a row since then.
+	quietSince time.Time
+	stalls     int
+	enqueued   time.Time
+	timer      *time.Timer
 }
 
 type queryQueue struct {

@@ -62,10 +62,13 @@ type Stats struct {
 	BackgroundThrottle float64
 	RetryTokens        int   // tokens left in the retry budget
 	BudgetFailures     int64 // GETs failed because the retry budget was empty
-	HedgesIssued       int64
-	HedgesWon          int64 // hedges that answered first
-	Splits             int64 // extra GETs created by splitting large requests
-	Coalesced          int64 // requests served by another request's GET
+	// StallRetries counts GETs the hedge watch ended as stalled and retried
+	// at once, free of the retry budget (see Options.Retries).
+	StallRetries int64
+	HedgesIssued int64
+	HedgesWon    int64 // hedges that answered first
+	Splits       int64 // extra GETs created by splitting large requests
+	Coalesced    int64 // requests served by another request's GET
 
 	QueueWait Histogram // from queueing (or re-queueing) to a worker taking it
 	Latency   Histogram // of successful GETs, from sending to the last byte

@@ -59,6 +59,10 @@ type Config struct {
 	// DebugPanic makes the scan panic at a stage ("bind" or "next"). Tests use
 	// it to prove that a panic becomes a DuckDB error instead of a crash.
 	DebugPanic string
+
+	// kneeFloor replaces budget.DefaultMin as the knee's minimum (tests
+	// watch the cap grow from a small knee); 0 means budget.DefaultMin.
+	kneeFloor int64
 }
 
 // The explicit values of Config fields whose zero means "the default".

@@ -53,10 +53,10 @@ func (s *Scan) tailWant() int64 {
 }
 
 // planProjection decides whether the scan may read only fields' buffers
-// (shouldProject) and, if so, learns from the first chunk's bytes, which
-// bind left in memory, where its footer and its columns sit: a projected
-// read of a similar chunk then takes two sequential round trips, the tail
-// and then the metadata with the predicted column ranges in one wave.
+// (shouldProject) and, if so, takes from bind's reading of the first chunk
+// where its footer and its columns sit: a projected read of a similar
+// chunk then takes two sequential round trips, the tail and then the
+// metadata with the predicted column ranges in one wave.
 //
 // It is false as well when even the scan's largest chunk would be read
 // whole by the cost model as the store's domain knows it now (bind read
@@ -66,12 +66,7 @@ func (s *Scan) planProjection(fields []int) bool {
 	if !s.plan.shouldProject(fields) {
 		return false
 	}
-	s.plan.firstMu.Lock()
-	first := s.plan.first
-	s.plan.firstMu.Unlock()
-	if first != nil {
-		s.ipcPlan = arrowipc.LearnReadPlan(first)
-	}
+	s.ipcPlan = s.plan.readPlan
 	largest := int64(-1)
 	for i := range s.plan.Chunks {
 		largest = max(largest, s.plan.Chunks[i].WireLength())

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -37,7 +36,8 @@ type Scan struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	budget *budget.Budget
-	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap is at most the knee
+	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap starts at the knee
+	knee   kneeProbe
 	fields []int // plan fields to produce, in plan order
 	// projected: fetch only fields' buffers of IPC files.
 	projected bool
@@ -118,7 +118,8 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		sched.SetQueryLimit(s.id, p.cfg.MaxParallelIO)
 	}
 	s.hold, s.sched, s.ioStart = hold, sched, sched.Stats()
-	s.budget.SetCap(min(capacity, knee(largest, s.share(s.ioStart.Parallelism), p.cfg.RequestSize)))
+	s.knee.step = max(largest, 1<<20)
+	s.budget.SetCap(min(capacity, knee(largest, s.share(s.ioStart.Parallelism), p.cfg.RequestSize, p.cfg.kneeFloor)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		p.cfg.Process.traces.add(s.id, s.trace)
@@ -128,27 +129,6 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	go s.planChunks()
 	return s, nil
 }
-
-// knee is the most a scan holds at once, whatever its budget allows: what
-// keeps decoding and IO busy, and no more. More would not be faster: each
-// byte beyond it is memory the pool must fault in instead of reusing
-// (measured on local files and versitygw: 128 MiB, 512 MiB and 1 GiB budgets
-// were slower than the knee, see test/bench/scan). It is the largest of
-// budget.DefaultMin, a chunk in use per core plus two being fetched and
-// decoded, and min(max_parallel_io, kneeParallelism) requests of up to
-// request_size in flight (with largest the largest chunk's wire estimate).
-func knee(largest int64, parallelism int, requestSize int64) int64 {
-	if requestSize <= 0 {
-		requestSize = iosched.DefaultRequestSize
-	}
-	cpu := int64(runtime.GOMAXPROCS(0)+2) * largest
-	io := int64(min(parallelism, kneeParallelism)) * min(requestSize, largest)
-	return max(budget.DefaultMin, cpu, io)
-}
-
-// kneeParallelism bounds the requests the knee keeps in flight: 16 GETs of
-// 8 MiB outrun what two cores decode and copy into DuckDB.
-const kneeParallelism = 16
 
 // shouldProject decides whether reading only fields' buffers pays.
 func (p *Plan) shouldProject(fields []int) bool {
@@ -462,6 +442,10 @@ func (s *Scan) Next() (*Batch, error) {
 	if s.plan.cfg.DebugPanic == "next" {
 		panic("remote_segments: debug_panic at next")
 	}
+	if b, err, ok := s.ready.poll(); ok {
+		return b, err
+	}
+	s.starved()
 	return s.ready.pop(s.ctx)
 }
 
@@ -513,9 +497,9 @@ func (s *Scan) Stats() Stats {
 		RoundTrips:  s.roundTrips.Load(), ProjectedChunks: s.projectedChunks.Load(),
 		ProjectionSaved: s.projectionSaved.Load(), Throttled: s.throttled.Load(),
 		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
-		BudgetLimit: s.limit,
-		Pool:        s.budget.PoolStats(),
-		Pruned:      s.plan.pruned,
+		BudgetLimit: s.limit, CapRaises: s.knee.raises.Load(),
+		Pool:   s.budget.PoolStats(),
+		Pruned: s.plan.pruned,
 	}
 }
 
@@ -728,24 +712,39 @@ func (r *readyQueue) pop(ctx context.Context) (*Batch, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
-		switch {
-		case r.err != nil:
-			return nil, r.err
-		case r.closed:
-			return nil, context.Canceled
-		case len(r.q) > 0:
-			b := r.q[0]
-			r.q[0] = nil
-			r.q = r.q[1:]
-			return b, nil
-		case r.done == r.total && len(r.pending) == 0:
-			r.drained = true
-			return nil, nil
-		case ctx.Err() != nil:
+		if b, err, ok := r.takeLocked(); ok {
+			return b, err
+		}
+		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		r.cond.Wait()
 	}
+}
+
+// poll is pop without waiting: ok is false when pop would wait.
+func (r *readyQueue) poll() (b *Batch, err error, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.takeLocked()
+}
+
+func (r *readyQueue) takeLocked() (*Batch, error, bool) {
+	switch {
+	case r.err != nil:
+		return nil, r.err, true
+	case r.closed:
+		return nil, context.Canceled, true
+	case len(r.q) > 0:
+		b := r.q[0]
+		r.q[0] = nil
+		r.q = r.q[1:]
+		return b, nil, true
+	case r.done == r.total && len(r.pending) == 0:
+		r.drained = true
+		return nil, nil, true
+	}
+	return nil, nil, false
 }
 
 func (r *readyQueue) fail(err error) {

@@ -19,6 +19,7 @@ package scanner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -35,18 +36,21 @@ type Plan struct {
 	cfg    Config
 	Chunks []Chunk
 	Schema *arrow.Schema // schema of the first chunk (or the union of all, with UnionByName)
-	// first is the first chunk's bytes, fetched at bind for its schema and
-	// handed to the first Start so it is not fetched twice.
+	// first is the first chunk's bytes when bind read it whole (a chunk
+	// of at most bindWholeMax bytes), handed to the first Start so it is
+	// not fetched twice.
 	firstMu sync.Mutex
 	first   []byte
-	// firstLen is len(first) as fetched: the wire estimate of chunks of
+	// firstLen is the first chunk's length: the wire estimate of chunks of
 	// unknown length, for every Start (first is cleared once used).
 	firstLen int64
-	// fileLayout is the first chunk's per-column byte counts when it is an
+	// colBytes is the first chunk's per-column body bytes when it is an
 	// IPC file without dictionaries (nil otherwise): the basis for deciding
-	// whether reading only some columns pays.
+	// whether reading only some columns pays; readPlan is where a projected
+	// read of a similar file finds its footer and columns.
 	colBytes []int64
 	bodyLen  int64
+	readPlan arrowipc.ReadPlan
 	// home is the URL of the source's first chunk: the store domain the
 	// scan runs on and the schema's origin, even when Select dropped it.
 	home string
@@ -68,17 +72,12 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL}
-	data, err := p.fetchAtBind(ctx, &chunks[0])
+	first, err := p.readSchema(ctx, &chunks[0])
 	if err != nil {
 		return nil, err
 	}
-	schema, batches, err := arrowipc.Decode(data, cfg.Allocator)
-	if err != nil {
-		return nil, &ChunkError{Chunk: &chunks[0], Err: err}
-	}
-	arrowipc.ReleaseAll(batches)
-	p.Schema, p.first, p.firstLen = schema, data, int64(len(data))
-	p.colBytes, p.bodyLen = arrowipc.ColumnBytes(data)
+	p.Schema, p.first, p.firstLen = first.schema, first.data, first.size
+	p.colBytes, p.bodyLen, p.readPlan = first.meta.ColBytes, first.meta.BodyLen, first.meta.Plan
 	if cfg.UnionByName && len(chunks) > 1 {
 		if err := p.unionSchemas(ctx); err != nil {
 			return nil, err
@@ -145,6 +144,69 @@ func (p *Plan) fetchAtBind(ctx context.Context, c *Chunk) ([]byte, error) {
 	})
 }
 
+// bindWholeMax is the largest chunk bind reads whole for its schema (one
+// round trip, and the first Start decodes those bytes instead of fetching
+// them again). Of a larger IPC file, bind reads only the footer and the
+// batches' metadata (two round trips of a few KiB): its bytes would
+// otherwise sit outside the scan's budget and buffer pool from bind until
+// the scan had consumed them, then wait for the garbage collector (W1 of
+// BENCHMARKS.md: a 61 MB buffer beside a 64 MiB budget).
+const bindWholeMax = 4 << 20
+
+// boundChunk is what bind learned of one chunk.
+type boundChunk struct {
+	schema *arrow.Schema
+	meta   arrowipc.FileMeta // zero unless the chunk is an IPC file without dictionaries
+	data   []byte            // the chunk's bytes, if read whole
+	size   int64             // its length
+}
+
+// readSchema reads chunk c's schema at bind: a large IPC file's footer
+// and metadata only, anything else whole (and validated whole).
+func (p *Plan) readSchema(ctx context.Context, c *Chunk) (boundChunk, error) {
+	if size := c.WireLength(); size > bindWholeMax {
+		meta, err := p.readMetaAtBind(ctx, c, size)
+		if err == nil {
+			return boundChunk{schema: meta.Schema, meta: meta, size: size}, nil
+		}
+		if !errors.Is(err, arrowipc.ErrNotFile) && !errors.Is(err, arrowipc.ErrDictionaries) {
+			return boundChunk{}, &ChunkError{Chunk: c, Err: err}
+		}
+		// A stream, or a file with dictionaries: read whole below.
+	}
+	data, err := p.fetchAtBind(ctx, c)
+	if err != nil {
+		return boundChunk{}, err
+	}
+	schema, batches, err := arrowipc.Decode(data, p.cfg.Allocator)
+	if err != nil {
+		return boundChunk{}, &ChunkError{Chunk: c, Err: err}
+	}
+	arrowipc.ReleaseAll(batches)
+	meta, _ := arrowipc.FileMetaOf(data)
+	return boundChunk{schema: schema, meta: meta, data: data, size: int64(len(data))}, nil
+}
+
+// readMetaAtBind reads the footer and batch metadata of the IPC file
+// chunk c, of size bytes, through its store's scheduler.
+func (p *Plan) readMetaAtBind(ctx context.Context, c *Chunk, size int64) (arrowipc.FileMeta, error) {
+	h, err := openObject(c.URL, &p.cfg)
+	if err != nil {
+		return arrowipc.FileMeta{}, err
+	}
+	defer h.Release()
+	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
+		reqs := make([]iosched.Request, len(rs))
+		for i, r := range rs {
+			reqs[i] = iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset + r.Offset, Length: r.Length,
+				Priority: iosched.Priority{Seq: int64(c.Row)}}
+		}
+		return h.Scheduler.Fetch(ctx, reqs)
+	}
+	meta, _, err := arrowipc.ReadFileMeta(size, fetch)
+	return meta, err
+}
+
 // unionSchemas reads every chunk's schema and merges them by column name:
 // the plan's schema is the first chunk's columns followed by the new
 // columns of later chunks, in order. A column whose type differs between
@@ -157,16 +219,11 @@ func (p *Plan) unionSchemas(ctx context.Context) error {
 	}
 	for i := 1; i < len(p.Chunks); i++ {
 		c := &p.Chunks[i]
-		data, err := p.fetchAtBind(ctx, c)
+		bound, err := p.readSchema(ctx, c)
 		if err != nil {
 			return err
 		}
-		schema, batches, err := arrowipc.Decode(data, p.cfg.Allocator)
-		if err != nil {
-			return &ChunkError{Chunk: c, Err: err}
-		}
-		arrowipc.ReleaseAll(batches)
-		for _, f := range schema.Fields() {
+		for _, f := range bound.schema.Fields() {
 			j, ok := index[f.Name]
 			if !ok {
 				f.Nullable = true
@@ -218,9 +275,11 @@ type Stats struct {
 	// limit at its end.
 	LimitMin, LimitFinal int
 	// BudgetLimit is the ceiling of the budget (memory_budget, its default,
-	// or the process limit): its cap is the smaller of it and the knee,
-	// what keeps IO and decoding busy.
+	// or the process limit): its cap starts at the smaller of it and the
+	// knee, and CapRaises counts the steps it grew by towards the ceiling
+	// while the budget kept the consumers waiting.
 	BudgetLimit int64
+	CapRaises   int64
 	// Pool is the budget's buffer pool: buffers allocated and reused.
 	Pool budget.PoolStats
 }

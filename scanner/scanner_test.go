@@ -3,6 +3,9 @@ package scanner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/budget"
+	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 	"github.com/remote-segments/remote_segments/test/datagen"
 	"go.uber.org/goleak"
 )
@@ -319,9 +323,9 @@ func TestScanOrdered(t *testing.T) {
 }
 
 // TestScanProjected reads one column of IPC files: only its bytes travel,
-// except for the first chunk, whose bytes bind holds already. Chunks of a
-// few MiB on local disk: the bytes saved outweigh a file read's latency
-// by far, whatever the machine.
+// the first chunk's too, since bind read only the metadata of a chunk that
+// large (bindWholeMax). Chunks of a few MiB on local disk: the bytes saved
+// outweigh a file read's latency by far, whatever the machine.
 func TestScanProjected(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 2, RowsPerChunk: 200000, BatchesPerChunk: 2, Seed: 4}); err != nil {
@@ -345,10 +349,76 @@ func TestScanProjected(t *testing.T) {
 		t.Errorf("projected: rows %v sum %v, full: rows %v sum %v", rows, sum, fullRows, fullSum)
 	}
 	ps, fs := proj.Stats(), full.Stats()
-	// The first chunk whole (from memory), the second column by column.
-	if !ps.ProjectedIO || ps.ProjectedChunks != 1 || ps.WireBytes*4 > fs.WireBytes*3 || ps.ProjectionSaved*3 < fs.WireBytes/2*2 {
+	if info.Size() <= bindWholeMax {
+		t.Fatalf("the chunk is %d bytes: the test needs one bind does not read whole", info.Size())
+	}
+	// Both chunks column by column: a third of the bytes or less.
+	if !ps.ProjectedIO || ps.ProjectedChunks != 2 || ps.WireBytes*3 > fs.WireBytes || ps.ProjectionSaved*3 < fs.WireBytes*2 {
 		t.Errorf("projected scan read %d bytes (projected=%v, %d chunks projected, %d bytes saved), the full one %d",
 			ps.WireBytes, ps.ProjectedIO, ps.ProjectedChunks, ps.ProjectionSaved, fs.WireBytes)
+	}
+}
+
+// TestBindReadsMetadataOfLargeFiles: of a first chunk above bindWholeMax,
+// bind reads only the metadata when it is an IPC file (nothing held for
+// the scan) and the whole chunk when it is a stream; a small one whole.
+// Every scan still gives the chunk's rows.
+func TestBindReadsMetadataOfLargeFiles(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 2, RowsPerChunk: 200000, BatchesPerChunk: 3, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	small, _ := writeDataset(t)
+	for _, tc := range []struct {
+		name, path string
+		held       bool // bind keeps the chunk's bytes for the scan
+	}{
+		{"large file", filepath.Join(dir, "chunks/segment=s0/chunk-0.arrow"), false},
+		{"large stream", filepath.Join(dir, "chunks/segment=s0/chunk-1.arrow"), true},
+		{"small file", filepath.Join(small, "chunks/segment=s0/chunk-0.arrow"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := os.Stat(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if large := info.Size() > bindWholeMax; large == (tc.name == "small file") {
+				t.Fatalf("%s is %d bytes", tc.path, info.Size())
+			}
+			cfg := Config{Process: testProcess(t), Rows: []Row{{"url": tc.path, "length": info.Size()}}}
+			plan, err := Bind(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held := plan.first != nil; held != tc.held || plan.firstLen != info.Size() {
+				t.Fatalf("bind held the bytes: %v (want %v), first length %d of %d", held, tc.held, plan.firstLen, info.Size())
+			}
+			if !tc.held && (plan.colBytes == nil || plan.bodyLen <= 0 || plan.readPlan.Tail <= 0) {
+				t.Errorf("bind learned no layout from the metadata: %v %d %+v", plan.colBytes, plan.bodyLen, plan.readPlan)
+			}
+			scan, err := plan.Start(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := drain(t, scan, 2, 0)
+			scan.Close()
+			data, err := os.ReadFile(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, batches, err := arrowipc.Decode(data, memory.DefaultAllocator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want int64
+			for _, b := range batches {
+				want += b.NumRows()
+			}
+			arrowipc.ReleaseAll(batches)
+			if rows["s0"] != want || want == 0 {
+				t.Errorf("rows %v, want %d", rows, want)
+			}
+		})
 	}
 }
 
@@ -652,15 +722,14 @@ func TestDefaultMemoryLimit(t *testing.T) {
 // ceiling the scan does not fill: its cap is the knee, and the stats keep
 // the ceiling; one below the knee is the cap.
 func TestBudgetKnee(t *testing.T) {
-	if k := knee(1<<20, 64, 8<<20); k != budget.DefaultMin {
+	if k := knee(1<<20, 64, 8<<20, 0); k != budget.DefaultMin {
 		t.Errorf("small chunks: knee %d, want the minimum %d", k, budget.DefaultMin)
 	}
-	procs := int64(runtime.GOMAXPROCS(0))
-	if k := knee(100<<20, 8, 8<<20); k != (procs+2)*100<<20 {
-		t.Errorf("100 MiB chunks: knee %d, want %d (a chunk per core and two)", k, (procs+2)*100<<20)
+	if k := knee(100<<20, 8, 8<<20, 0); k != 200<<20 {
+		t.Errorf("100 MiB chunks: knee %d, want %d (one consumed, one fetched)", k, 200<<20)
 	}
-	if k := knee(16<<20, 64, 8<<20); k != max(budget.DefaultMin, (procs+2)*16<<20, kneeParallelism*8<<20) {
-		t.Errorf("16 MiB chunks, 64 parallel GETs: knee %d", k)
+	if k := knee(16<<20, 64, 8<<20, 0); k != kneeParallelism*8<<20 {
+		t.Errorf("16 MiB chunks, 64 parallel GETs: knee %d, want %d", k, kneeParallelism*8<<20)
 	}
 	dir, _ := writeDataset(t)
 	for _, tc := range []struct{ budget, cap int64 }{{1 << 30, budget.DefaultMin}, {1 << 20, 1 << 20}} {
@@ -671,6 +740,72 @@ func TestBudgetKnee(t *testing.T) {
 			t.Errorf("memory_budget %d: cap %d, limit %d; want %d, %d", tc.budget, st.Budget.Cap, st.BudgetLimit, tc.cap, tc.budget)
 		}
 	}
+}
+
+// TestBudgetKneeGrows: the cap grows from the knee only while the budget
+// keeps the consumers waiting. Behind a store with 20 ms per request, fast
+// consumers starve while chunks wait for memory and the IO slots are
+// free: the cap grows, never past the ceiling (and stays grown only if
+// that paid). A slow consumer on local
+// files never starves: the cap stays at the knee.
+func TestBudgetKneeGrows(t *testing.T) {
+	dir := t.TempDir()
+	stats, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 48, RowsPerChunk: 2000, BatchesPerChunk: 2, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	var rows []Row
+	var largest int64
+	for i := range 48 {
+		name := fmt.Sprintf("chunks/segment=s0/chunk-%d.arrow", i)
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		largest = max(largest, info.Size())
+		rows = append(rows, Row{"url": srv.URL + "/" + name, "length": info.Size(), "segment_id": "s0"})
+	}
+	const ceiling = 1 << 30
+	// 64 KiB requests: the knee's IO term (16 of them) is below two chunks,
+	// whose 32 parts leave IO slots free.
+	fast := startScan(t, Config{Process: testProcess(t), Rows: rows, MemoryBudget: ceiling, MaxParallelIO: 64, RequestSize: 64 << 10, kneeFloor: 1}, nil)
+	got, _ := drain(t, fast, 2, 0)
+	fast.Close()
+	st := fast.Stats()
+	if got["s0"] != stats[0].Rows {
+		t.Errorf("rows %d, want %d", got["s0"], stats[0].Rows)
+	}
+	t.Logf("starved consumers: cap %d after %d raises (knee %d)", st.Budget.Cap, st.CapRaises, 2*largest)
+	// A raise stays only if it made the scan faster (kneeProbe), which on
+	// a loaded machine it may not have: the cap is somewhere from the knee
+	// to the ceiling.
+	if st.CapRaises == 0 || st.Budget.Cap < 2*largest || st.Budget.Cap > ceiling {
+		t.Errorf("starved consumers: cap %d after %d raises (knee %d, ceiling %d)", st.Budget.Cap, st.CapRaises, 2*largest, int64(ceiling))
+	}
+
+	local, _ := writeDataset(t)
+	slow := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(local, "chunks"), MemoryBudget: ceiling, kneeFloor: 1}, nil)
+	drain(t, slow, 1, 2*time.Millisecond)
+	slow.Close()
+	if st := slow.Stats(); st.CapRaises != 0 || st.Budget.Cap != knee(largestChunk(t, slow), slow.share(slow.ioStart.Parallelism), 0, 1) {
+		t.Errorf("slow consumer: cap %d after %d raises", st.Budget.Cap, st.CapRaises)
+	}
+}
+
+// largestChunk is the largest chunk length of scan's plan.
+func largestChunk(t *testing.T, scan *Scan) int64 {
+	t.Helper()
+	var n int64
+	for i := range scan.plan.Chunks {
+		n = max(n, scan.wireEstimate(&scan.plan.Chunks[i]))
+	}
+	return n
 }
 
 // TestProcessLimitNoDeadlock: two scans under one process limit, the

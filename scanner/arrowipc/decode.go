@@ -146,25 +146,3 @@ func decodeIPCStream(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.
 // IsFile reports whether data starts as an Arrow IPC file (a stream has no
 // magic): a file's decoded batches reference data without a copy.
 func IsFile(data []byte) bool { return bytes.HasPrefix(data, fileMagic) }
-
-// ColumnBytes measures, in an IPC file without dictionaries, how many body
-// bytes each column takes and the body bytes in all; nil for anything else.
-func ColumnBytes(data []byte) ([]int64, int64) {
-	if int64(len(data)) < TrailerLen+8 || !bytes.HasPrefix(data, fileMagic) {
-		return nil, 0
-	}
-	var served int64
-	l, _, err := readIPCLayout(int64(len(data)), fetchFrom(data, &served))
-	if err != nil {
-		return nil, 0
-	}
-	cols := make([]int64, len(l.footer.Schema.Fields()))
-	var body int64
-	for i, rb := range l.batches {
-		for c, cl := range l.layouts[i] {
-			cols[c] += columnRange(rb, cl).Length
-		}
-		body += l.footer.Batches[i].BodyLen
-	}
-	return cols, body
-}

@@ -406,36 +406,74 @@ type ReadPlan struct {
 	spans []colSpan
 }
 
-// LearnReadPlan measures the IPC file in data; a zero plan for anything
+// FileMeta is what an IPC file's footer and its batches' metadata say
+// about it without its body: the schema, the body bytes each column takes,
+// and the plan a projected read of a similar file starts from.
+type FileMeta struct {
+	Schema   *arrow.Schema
+	ColBytes []int64 // body bytes of each schema field, over every batch
+	BodyLen  int64   // body bytes of every batch
+	Plan     ReadPlan
+}
+
+// ReadFileMeta reads the FileMeta of the IPC file of size bytes through
+// fetch, in two rounds (its tail, then every batch's metadata), and returns
+// the bytes fetched. ErrNotFile means it is no IPC file (a stream, say),
+// ErrDictionaries that it has dictionaries; both need the whole chunk.
+func ReadFileMeta(size int64, fetch FetchFunc) (FileMeta, int64, error) {
+	l, wire, err := readIPCLayout(size, fetch)
+	if err != nil {
+		return FileMeta{}, wire, err
+	}
+	return l.meta(), wire, nil
+}
+
+// FileMetaOf is ReadFileMeta of a file held in memory; false for anything
 // that is not an IPC file without dictionaries.
-func LearnReadPlan(data []byte) ReadPlan {
+func FileMetaOf(data []byte) (FileMeta, bool) {
 	if int64(len(data)) < TrailerLen+8 || !bytes.HasPrefix(data, fileMagic) {
-		return ReadPlan{}
+		return FileMeta{}, false
 	}
 	var served int64
 	l, _, err := readIPCLayout(int64(len(data)), fetchFrom(data, &served))
 	if err != nil {
-		return ReadPlan{}
+		return FileMeta{}, false
 	}
-	spans := make([]colSpan, len(l.footer.Schema.Fields()))
+	return l.meta(), true
+}
+
+// LearnReadPlan measures the IPC file in data; a zero plan for anything
+// that is not an IPC file without dictionaries.
+func LearnReadPlan(data []byte) ReadPlan {
+	m, _ := FileMetaOf(data)
+	return m.Plan
+}
+
+// meta measures the file l lays out: each column's bytes and where, as
+// shares of a body, its buffers sit.
+func (l *ipcFileLayout) meta() FileMeta {
+	n := len(l.footer.Schema.Fields())
+	m := FileMeta{Schema: l.footer.Schema, ColBytes: make([]int64, n)}
+	spans := make([]colSpan, n)
 	for c := range spans {
 		spans[c] = colSpan{lo: 1, hi: 0}
 	}
 	for i, rb := range l.batches {
-		body := float64(l.footer.Batches[i].BodyLen)
-		if body <= 0 {
-			continue
-		}
+		bodyLen := l.footer.Batches[i].BodyLen
+		m.BodyLen += bodyLen
 		for c, cl := range l.layouts[i] {
 			r := columnRange(rb, cl)
-			if r.Length == 0 {
+			m.ColBytes[c] += r.Length
+			if r.Length == 0 || bodyLen <= 0 {
 				continue
 			}
+			body := float64(bodyLen)
 			spans[c].lo = min(spans[c].lo, float64(r.Offset)/body)
 			spans[c].hi = max(spans[c].hi, float64(r.Offset+r.Length)/body)
 		}
 	}
-	return ReadPlan{Tail: l.footerLen + l.footerLen/4 + 1<<10 + TrailerLen, spans: spans}
+	m.Plan = ReadPlan{Tail: l.footerLen + l.footerLen/4 + 1<<10 + TrailerLen, spans: spans}
+	return m
 }
 
 // predict returns the byte range (in the file) a batch whose body starts
