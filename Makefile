@@ -146,13 +146,18 @@ fuzz:
 
 # Benchmarks print ratios against references measured in the same run.
 # The scan and IO benchmarks also write W4 and W2/W3 as markdown under
-# build/bench/, which bench-peers gathers into BENCHMARKS.md with W1.
+# build/bench/, which bench-peers gathers into BENCHMARKS.md with W1; the IO
+# benchmark runs the peers (installed first, as bench-peers does) on W2 and
+# W3 and draws W2's requests in flight at the proxy (test/bench/w2_inflight.svg).
+# Runs of each peer under the W3 fault mix (Polars takes minutes a run there).
+PEER_MIX_RUNS ?= 3
 bench: release tools
 	rm -f build/bench/io.md build/bench/sweep.md
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
-	go run ./test/bench/iosched -out test/bench -objects 1024 -size 64KiB -svg iosched_inflight_64k.svg
 	go run ./test/bench/scan -out build/bench -md build/bench/sweep.md
-	go run ./test/bench/io -out build/bench -md build/bench/io.md
+	go build -o $(PEERS_BIN) ./test/bench/peers
+	$(PEERS_BIN) -install
+	go run ./test/bench/io -out build/bench -md build/bench/io.md -node build/peers/node -peer-mix-runs $(PEER_MIX_RUNS) -svg test/bench/w2_inflight.svg
 	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/gohost -out build/bench
 	go run ./test/bench/concurrent -out build/bench
@@ -167,7 +172,8 @@ clean:
 # bench-peers writes BENCHMARKS.md and test/bench/peers_w1.svg (with the W2-W4
 # sections the last `make bench` wrote); bench-quick runs a reduced version of
 # all four (W1: 1 M rows, 242 MiB; W2 at max_parallel_io 64 only; 3 runs of
-# the W3 mix; W4 over 0.5 GiB) and writes its report under build/bench-quick/.
+# the W3 mix, 1 of each peer; W4 over 0.5 GiB) and writes its report under
+# build/bench-quick/. Every figure is a median of 3 interleaved runs.
 .PHONY: bench-peers bench-quick
 PEERS_BIN := build/peers/bench-peers
 
@@ -177,11 +183,12 @@ bench-peers: release tools
 
 bench-quick: release tools
 	rm -f build/bench-quick/io.md build/bench-quick/sweep.md
-	go run ./test/bench/scan -out build/bench-quick/data -gib 0.5 -reps 2 -sections sweep \
+	go run ./test/bench/scan -out build/bench-quick/data -gib 0.5 -reps 3 -sections sweep \
 		-svg build/bench-quick/scan_budget_sweep.svg -md build/bench-quick/sweep.md
-	go run ./test/bench/io -out build/bench-quick/data -p 64 -rounds 3 -mix-runs 3 -large 0 -tables 1,2,3 \
-		-md build/bench-quick/io.md
 	go build -o $(PEERS_BIN) ./test/bench/peers
+	$(PEERS_BIN) -install
+	go run ./test/bench/io -out build/bench-quick/data -p 64 -rounds 3 -mix-runs 3 -peer-mix-runs 1 -large 0 -tables 1,2,3 \
+		-node build/peers/node -svg build/bench-quick/w2_inflight.svg -md build/bench-quick/io.md
 	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT) -rows 1000000 -runs 3 -label quick -target bench-quick \
 		-report build/bench-quick/BENCHMARKS.md -svg build/bench-quick/peers_w1.svg \
 		-sections build/bench-quick/io.md,build/bench-quick/sweep.md

@@ -57,6 +57,9 @@ var (
 	budget   = flag.String("budget", "", "memory_budget of every scan (empty: the adaptive default)")
 	rounds   = flag.Int("rounds", 3, "interleaved rounds of the first table (raw, narrow, wide in each); ratios are medians of the rounds' ratios")
 	mdPath   = flag.String("md", "", "also write the W2 and W3 sections of BENCHMARKS.md (markdown) to this file")
+	svgPath  = flag.String("svg", "test/bench/w2_inflight.svg", "where the picture of requests in flight over time at the proxy (W2, the highest -p) goes (empty: none)")
+	midSegs  = flag.Int("mid-segments", 128, "segments of 8 objects in the W2 dataset")
+	tinyObjs = flag.Int("tiny-objects", 2000, "objects in the W3 dataset")
 )
 
 // dataset is a set of objects on S3 with its catalog and expected sums.
@@ -67,6 +70,9 @@ type dataset struct {
 	bytes int64
 	rows  int64
 	sumX  int64
+	// The wide query's other sums, for the peers' answers.
+	sumI, trueB, lenS int64
+	sumD              float64
 }
 
 // runResult is one measured run.
@@ -78,6 +84,9 @@ type runResult struct {
 	proxy    faultproxy.Stats
 	stats    scanner.Stats
 	err      error
+	events   []faultproxy.Sample // the proxy's in-flight changes, for the picture
+	rss      int64               // peak RSS of a peer's process (0: the scan ran in this process)
+	wall     time.Duration       // a peer's process wall time
 }
 
 func (r runResult) mibps(d *dataset) float64 {
@@ -121,19 +130,20 @@ func main() {
 	defer srv.Close()
 	b := &bench{srv: srv, proc: scanner.NewProcess(0)}
 
-	mid := b.prepare(root, "mid", datagen.Spec{Segments: 128, ChunksPerSegment: 8, RowsPerChunk: 1600, BatchesPerChunk: 1, Seed: 8})
-	tiny := b.prepare(root, "tiny", datagen.Spec{Segments: 2000, ChunksPerSegment: 1, RowsPerChunk: 100, BatchesPerChunk: 1, Seed: 9})
+	mid, midPeers := b.prepare(root, "mid", datagen.Spec{Segments: *midSegs, ChunksPerSegment: 8, RowsPerChunk: 1600, BatchesPerChunk: 1, Seed: 8}, peersOn())
+	tiny, tinyPeers := b.prepare(root, "tiny", datagen.Spec{Segments: *tinyObjs, ChunksPerSegment: 1, RowsPerChunk: 100, BatchesPerChunk: 1, Seed: 9}, peersOn())
 	var large *dataset
 	if *largeN > 0 {
-		large = b.prepare(root, "large", datagen.Spec{Segments: *largeN, ChunksPerSegment: 1, RowsPerChunk: 1_750_000, BatchesPerChunk: 4, Seed: 10})
+		large, _ = b.prepare(root, "large", datagen.Spec{Segments: *largeN, ChunksPerSegment: 1, RowsPerChunk: 1_750_000, BatchesPerChunk: 4, Seed: 10}, false)
 	}
+	b.md.midPeers, b.md.tinyPeers = midPeers, tinyPeers
 
 	run := func(n string) bool { return slices.Contains(strings.Split(*tables, ","), n) }
 	if run("1") {
-		b.table1(mid)
+		b.table1(mid, midPeers)
 	}
 	if run("2") {
-		b.table2(tiny)
+		b.table2(tiny, tinyPeers)
 	}
 	if run("3") {
 		b.table3(mid)
@@ -148,10 +158,17 @@ func main() {
 		}
 		fmt.Printf("wrote %s\n", *mdPath)
 	}
+	if *svgPath != "" && len(b.md.w2) > 0 {
+		if err := os.WriteFile(*svgPath, []byte(b.md.inflightSVG(mid)), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("wrote %s\n", *svgPath)
+	}
 }
 
-// prepare writes a dataset with the generator and uploads it.
-func (b *bench) prepare(root, name string, spec datagen.Spec) *dataset {
+// prepare writes a dataset with the generator and uploads it; with peers,
+// also its IPC-file copy (prefix name+"f") and its Lance dataset.
+func (b *bench) prepare(root, name string, spec datagen.Spec, peers bool) (*dataset, *peerData) {
 	dir := filepath.Join(root, name)
 	stats, err := datagen.Write(dir, spec)
 	if err != nil {
@@ -161,6 +178,16 @@ func (b *bench) prepare(root, name string, spec datagen.Spec) *dataset {
 	for _, s := range stats {
 		d.rows += s.Rows
 		d.sumX += s.SumX
+		d.sumI += s.SumI
+		d.sumD += s.SumD
+		d.trueB += s.TrueB
+		d.lenS += s.LenS
+	}
+	var pd *peerData
+	if peers {
+		files := *d
+		files.name, files.keys, files.sizes, files.bytes = name+"f", nil, nil, 0
+		pd = &peerData{files: &files}
 	}
 	var paths []string
 	filepath.Walk(filepath.Join(dir, "chunks"), func(p string, info os.FileInfo, err error) error {
@@ -183,20 +210,43 @@ func (b *bench) prepare(root, name string, spec datagen.Spec) *dataset {
 		d.keys = append(d.keys, key)
 		d.sizes = append(d.sizes, int64(len(data)))
 		d.bytes += int64(len(data))
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := b.srv.PutObject(context.Background(), "bench", key, data); err != nil {
-				mu.Lock()
-				log.Fatal(err)
+		put := func(key string, data []byte) {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if err := b.srv.PutObject(context.Background(), "bench", key, data); err != nil {
+					mu.Lock()
+					log.Fatal(err)
+				}
+			})
+		}
+		put(key, data)
+		if pd != nil {
+			fdata, err := fileFormat(data)
+			if err != nil {
+				log.Fatalf("%s: %v", key, err)
 			}
-		})
+			fkey := pd.files.name + strings.TrimPrefix(key, name)
+			pd.files.keys = append(pd.files.keys, fkey)
+			pd.files.sizes = append(pd.files.sizes, int64(len(fdata)))
+			pd.files.bytes += int64(len(fdata))
+			put(fkey, fdata)
+		}
 	}
 	wg.Wait()
+	if pd != nil {
+		if pd.lanceURI, pd.lanceSz, err = b.writeLance(name, paths); err != nil {
+			log.Fatal(err)
+		}
+	}
 	os.RemoveAll(dir)
 	fmt.Printf("dataset %-5s: %d objects, %.1f MiB (%.1f KiB each on average), %d rows\n",
 		name, len(d.keys), float64(d.bytes)/(1<<20), float64(d.bytes)/float64(len(d.keys))/1024, d.rows)
-	return d
+	if pd != nil {
+		fmt.Printf("  for the peers: %s/ (every chunk an IPC file) %.1f MiB; %s %.1f MiB\n", pd.files.name, float64(pd.files.bytes)/(1<<20),
+			pd.lanceURI, float64(pd.lanceSz)/(1<<20))
+	}
+	return d, pd
 }
 
 // storeOptions point at the proxy.
@@ -213,6 +263,7 @@ func measured(r runResult, p *faultproxy.Proxy, cpu0 time.Duration) runResult {
 		r.window = ev[len(ev)-1].T.Sub(ev[0].T)
 		r.inFlight = faultproxy.Average(ev, ev[0].T, ev[len(ev)-1].T)
 	}
+	r.events = ev
 	r.proxy = p.Stats()
 	r.requests = r.proxy.Requests
 	r.cpu = cpuTime() - cpu0
@@ -226,19 +277,27 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// raw GETs every object (in parts of at most part bytes) with p goroutines.
-func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runResult {
+// open starts a proxy in front of the server with cfg and the S3 store
+// through it for p requests in flight (the Go contenders' store); the
+// caller closes both.
+func (b *bench) open(cfg faultproxy.Config, p int) (*faultproxy.Proxy, store.Store) {
 	proxy, err := faultproxy.New(b.srv.Endpoint, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer proxy.Close()
 	so := b.storeOptions(proxy)
 	so.MaxConns = p + 1
 	st, _, err := store.Open("s3://bench/", so)
 	if err != nil {
 		log.Fatal(err)
 	}
+	return proxy, st
+}
+
+// raw GETs every object (in parts of at most part bytes) with p goroutines.
+func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runResult {
+	proxy, st := b.open(cfg, p)
+	defer proxy.Close()
 	defer st.Close()
 	cpu0 := cpuTime()
 	type piece struct{ key, off, n int64 }
@@ -362,30 +421,62 @@ func must(what string, r runResult) runResult {
 // -rounds interleaved rounds (raw, narrow, wide in each): the ratio of a
 // round compares runs a few seconds apart, so load from elsewhere that
 // changes between rounds cancels.
-func (b *bench) table1(d *dataset) {
+func (b *bench) table1(d *dataset, pd *peerData) {
 	fmt.Printf("\n1. %d objects × ~%.0f KiB (IPC file and stream), catalog with lengths, proxy %v: scan MiB/s ÷ raw loop MiB/s, %d interleaved rounds (%s)\n",
 		len(d.keys), float64(d.bytes)/float64(len(d.keys))/1024, *latency, *rounds, loadAvg())
 	fmt.Printf("%4s %5s %9s %9s %7s %9s %7s %10s %10s %10s %9s %9s %9s\n", "P", "round", "raw MiB/s", "narrow", "ratio", "wide", "ratio",
 		"req narrow", "req wide", "rt/chunk n", "inflight", "n", "w")
 	cfg := faultproxy.Config{Latency: *latency}
-	for _, f := range strings.Split(*parallel, ",") {
+	ps := strings.Split(*parallel, ",")
+	for pi, f := range ps {
 		var p int
 		fmt.Sscan(f, &p)
-		row := w2Row{p: p}
+		row := w2Row{p: p, peers: map[string][]runResult{}}
 		for round := range max(1, *rounds) {
 			raw := must("raw", b.raw(d, cfg, p, 8<<20))
 			narrow := must("narrow", b.scan(d, cfg, p, []int{0}))
 			wide := must("wide", b.scan(d, cfg, p, nil))
+			nested := must("nested", b.nested(d, cfg, p))
+			channel := must("channel", b.channel(d, cfg, p))
 			row.raw = append(row.raw, raw)
 			row.narrow = append(row.narrow, narrow)
 			row.wide = append(row.wide, wide)
+			row.nested = append(row.nested, nested)
+			row.channel = append(row.channel, channel)
 			row.load = append(row.load, loadAvg1())
+			if pd != nil && pi == len(ps)-1 {
+				// The peers at the highest P, in the same round: the
+				// raw loop and remote_segments on the IPC-file copy
+				// Polars reads, then each peer, narrow and wide.
+				add := func(key string, r runResult) {
+					row.peers[key] = append(row.peers[key], r)
+					if r.err != nil {
+						fmt.Printf("       %-14s FAILED: %v\n", key, r.err)
+						return
+					}
+					fmt.Printf("       %-14s %9.1f MiB/s  %5.2f× the raw loop of the file copy  %5d requests  in flight %5.1f  RSS %s\n", key, r.mibps(pd.files),
+						row.peers["raw-files"][round].window.Seconds()/r.window.Seconds(), r.requests, r.inFlight, rssText(r.rss))
+				}
+				add("raw-files", must("raw on the file copy", b.raw(pd.files, cfg, p, 8<<20)))
+				add("rs-narrow", must("narrow on the file copy", b.scan(pd.files, cfg, p, []int{0})))
+				add("rs-wide", must("wide on the file copy", b.scan(pd.files, cfg, p, nil)))
+				for _, k := range peerKinds {
+					if !peerOn(k.key) {
+						continue
+					}
+					add(k.key+"-narrow", b.peer(k.key, pd, cfg, false, *peerTimeout))
+					add(k.key+"-wide", b.peer(k.key, pd, cfg, true, *peerTimeout))
+				}
+			}
 			fmt.Printf("%4d %5d %9.1f %9.1f %6.2f× %9.1f %6.2f× %10d %10d %10.2f %9.1f %9.1f %9.1f   cpu s raw %.2f n %.2f w %.2f\n", p, round+1, raw.mibps(d),
 				narrow.mibps(d), raw.window.Seconds()/narrow.window.Seconds(),
 				wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(),
 				narrow.requests, wide.requests,
 				float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)),
 				raw.inFlight, narrow.inFlight, wide.inFlight, raw.cpu.Seconds(), narrow.cpu.Seconds(), wide.cpu.Seconds())
+			fmt.Printf("           nested buffered(k) %.1f MiB/s = %.2f× the raw loop, in flight %.1f; byte-capped channel %.1f MiB/s = %.2f×, in flight %.1f\n",
+				nested.mibps(d), raw.window.Seconds()/nested.window.Seconds(), nested.inFlight,
+				channel.mibps(d), raw.window.Seconds()/channel.window.Seconds(), channel.inFlight)
 			if os.Getenv("IOBENCH_VERBOSE") != "" {
 				for _, r := range []runResult{narrow, wide} {
 					fmt.Printf("      limit min %d, hedges %d, budget cap %d peak %d waits %d (%v), io_utilization %.2f, wall %v\n",
@@ -406,7 +497,7 @@ func (b *bench) table1(d *dataset) {
 // table2: small objects, fault-free against the mix, interleaved: each mix
 // run is compared with the fault-free run just before it, so that load
 // from elsewhere on the machine hits both.
-func (b *bench) table2(d *dataset) {
+func (b *bench) table2(d *dataset, pd *peerData) {
 	fmt.Printf("\n2. %d objects × ~%.1f KiB, one column, max_parallel_io 64, proxy %v: fault-free against 5 %% 503 + 1 %% resets + 1 %% 5-s stalls, interleaved (%s)\n",
 		len(d.keys), float64(d.bytes)/float64(len(d.keys))/1024, *latency, loadAvg())
 	var ratios []float64
@@ -429,6 +520,9 @@ func (b *bench) table2(d *dataset) {
 			r.window.Round(time.Millisecond), ratio, r.requests, r.proxy.Faults, r.stats.Retries, r.stats.HedgesIssued, r.stats.HedgesWon,
 			r.stats.Throttled, r.stats.LimitMin, r.stats.LimitFinal)
 	}
+	if pd != nil {
+		b.table2Peers(pd)
+	}
 	slices.Sort(ratios)
 	if len(ratios) > 0 {
 		fmt.Printf("mix: %d runs, %d failures; time ÷ fault-free: median %.2f×, worst %.2f×\n", *mixRuns, failures, ratios[len(ratios)/2], ratios[len(ratios)-1])
@@ -439,13 +533,15 @@ func (b *bench) table2(d *dataset) {
 func (b *bench) table3(d *dataset) {
 	fmt.Printf("\n3. overload: a store that serves 16 GETs at once (503 SlowDown beyond), %d objects, every column (%s)\n", len(d.keys), loadAvg())
 	cfg := faultproxy.Config{Latency: *latency, Capacity: 16}
-	told16 := must("told 16", b.scan(d, cfg, 16, nil))
-	asks64 := must("asks 64", b.scan(d, cfg, 64, nil))
-	b.md.overload = &[2]runResult{told16, asks64}
-	fmt.Printf("told 16: %v, %d requests, %d SlowDowns\n", told16.window.Round(time.Millisecond), told16.requests, told16.proxy.OverCapacity)
-	fmt.Printf("asks 64: %v = %.2f× told 16; %d requests, %d SlowDowns (%.1f %%); limit min %d final %d\n",
-		asks64.window.Round(time.Millisecond), asks64.window.Seconds()/told16.window.Seconds(), asks64.requests,
-		asks64.proxy.OverCapacity, 100*float64(asks64.proxy.OverCapacity)/float64(asks64.requests), asks64.stats.LimitMin, asks64.stats.LimitFinal)
+	for round := range max(1, *rounds) { // interleaved: told 16, then asks 64, in each round
+		told16 := must("told 16", b.scan(d, cfg, 16, nil))
+		asks64 := must("asks 64", b.scan(d, cfg, 64, nil))
+		b.md.overload = append(b.md.overload, [2]runResult{told16, asks64})
+		fmt.Printf("round %d: told 16: %v, %d requests, %d SlowDowns\n", round+1, told16.window.Round(time.Millisecond), told16.requests, told16.proxy.OverCapacity)
+		fmt.Printf("         asks 64: %v = %.2f× told 16; %d requests, %d SlowDowns (%.1f %%); limit min %d final %d\n",
+			asks64.window.Round(time.Millisecond), asks64.window.Seconds()/told16.window.Seconds(), asks64.requests,
+			asks64.proxy.OverCapacity, 100*float64(asks64.proxy.OverCapacity)/float64(asks64.requests), asks64.stats.LimitMin, asks64.stats.LimitFinal)
+	}
 }
 
 // table4: large objects.
@@ -453,15 +549,19 @@ func (b *bench) table4(d *dataset) {
 	fmt.Printf("\n4. %d objects × ~%.0f MiB, request_size 8 MiB, max_parallel_io 16, proxy %v (%s)\n",
 		len(d.keys), float64(d.bytes)/float64(len(d.keys))/(1<<20), *latency, loadAvg())
 	cfg := faultproxy.Config{Latency: *latency}
-	raw := must("raw", b.raw(d, cfg, 16, 8<<20))
-	wide := must("wide", b.scan(d, cfg, 16, nil))
-	narrow := must("narrow", b.scan(d, cfg, 16, []int{0}))
-	b.md.large = &largeResult{d: d, raw: raw, wide: wide, narrow: narrow}
-	fmt.Printf("raw loop of 8 MiB parts: %.1f MiB/s, %d requests\n", raw.mibps(d), raw.requests)
-	fmt.Printf("wide scan:   %.1f MiB/s = %.2f× raw; %d requests\n", wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(), wide.requests)
-	fmt.Printf("narrow scan: %v (%.2f× the raw loop's time); %d requests, %d chunks projected, %.1f MiB not fetched, %.2f round trips per chunk\n",
-		narrow.window.Round(time.Millisecond), raw.window.Seconds()/narrow.window.Seconds(), narrow.requests, narrow.stats.ProjectedChunks,
-		float64(narrow.stats.ProjectionSaved)/(1<<20), float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)))
+	l := &largeResult{d: d}
+	for round := range max(1, *rounds) { // interleaved: raw, wide, narrow in each round
+		raw := must("raw", b.raw(d, cfg, 16, 8<<20))
+		wide := must("wide", b.scan(d, cfg, 16, nil))
+		narrow := must("narrow", b.scan(d, cfg, 16, []int{0}))
+		l.raw, l.wide, l.narrow = append(l.raw, raw), append(l.wide, wide), append(l.narrow, narrow)
+		fmt.Printf("round %d: raw loop of 8 MiB parts: %.1f MiB/s, %d requests\n", round+1, raw.mibps(d), raw.requests)
+		fmt.Printf("         wide scan:   %.1f MiB/s = %.2f× raw; %d requests\n", wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(), wide.requests)
+		fmt.Printf("         narrow scan: %v (%.2f× the raw loop's time); %d requests, %d chunks projected, %.1f MiB not fetched, %.2f round trips per chunk\n",
+			narrow.window.Round(time.Millisecond), raw.window.Seconds()/narrow.window.Seconds(), narrow.requests, narrow.stats.ProjectedChunks,
+			float64(narrow.stats.ProjectionSaved)/(1<<20), float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)))
+	}
+	b.md.large = l
 }
 
 func loadAvg() string {

@@ -17,15 +17,23 @@ import (
 type markdown struct {
 	w2       []w2Row
 	w3       []w3Run
-	overload *[2]runResult // told 16, asks 64
+	overload [][2]runResult // per round: told 16, asks 64
 	large    *largeResult
+
+	midPeers, tinyPeers *peerData          // nil: no peers in this run
+	w3peers             map[string][]w3Run // "rs" (on the IPC-file copy), "polars", "lance"
 }
 
 // w2Row is one P of the first table: its rounds, in order.
 type w2Row struct {
-	p                 int
-	raw, narrow, wide []runResult
-	load              []float64
+	p                         int
+	raw, narrow, wide, nested []runResult
+	channel                   []runResult
+	load                      []float64
+	// At the highest P with peers: "raw-files", "rs-narrow", "rs-wide"
+	// (on the IPC-file copy), "polars-narrow", "polars-wide",
+	// "lance-narrow", "lance-wide"; one per round, failed runs included.
+	peers map[string][]runResult
 }
 
 // ratios are the per-round raw window ÷ scan window (the scan's speed as a
@@ -45,7 +53,7 @@ type w3Run struct {
 
 type largeResult struct {
 	d                 *dataset
-	raw, wide, narrow runResult
+	raw, wide, narrow []runResult // one per round
 }
 
 func medianMinMax(xs []float64) (med, lo, hi float64) {
@@ -82,7 +90,7 @@ func verdict(got, goal float64, atLeast bool) string {
 	if atLeast && got >= goal || !atLeast && got <= goal {
 		return "**met**"
 	}
-	return fmt.Sprintf("**not met**, %.0f %% short", 100*abs(got-goal)/goal)
+	return fmt.Sprintf("**not met**, %.1f %% short", 100*abs(got-goal)/goal)
 }
 
 func abs(x float64) float64 {
@@ -107,31 +115,44 @@ func (m *markdown) write(path string, mid, tiny *dataset) error {
 			verdict(n, 0.9, true), verdict(wd, 0.9, true))
 
 		w("## W2: %d objects of ~%.0f KiB behind a %v proxy, narrow and wide queries\n\n", len(mid.keys), float64(mid.bytes)/float64(len(mid.keys))/1024, *latency)
-		w("%d objects (%.1f MiB, half Arrow IPC files, half IPC streams, %d rows) on versitygw behind `test/faultproxy`, which adds %v to every request; the catalog gives every chunk's length. The narrow query reads one column (`x`, checked against the generator's sum), the wide one every column. remote_segments is the table function's pipeline (the `scanner` package: bind, plan, budget, IO scheduler, decode) in a Go process, with two consumer goroutines; the reference is the **raw ranged-GET loop**: P goroutines GETting whole objects from the same proxy, no decoding. MiB/s is the objects' bytes over the window from the first request's arrival at the proxy to the last one's end (bind's first GET included). Each P runs %d interleaved rounds (raw, narrow, wide); ratios are medians of the rounds' ratios with their min–max; MiB/s, requests and in-flight are medians. Measured %s (`go run ./test/bench/io -md …`).\n\n",
+		w("%d objects (%.1f MiB, half Arrow IPC files, half IPC streams, %d rows) on versitygw behind `test/faultproxy`, which adds %v to every request; the catalog gives every chunk's length. The narrow query reads one column (`x`, checked against the generator's sum), the wide one every column. remote_segments is the table function's pipeline (the `scanner` package: bind, plan, budget, IO scheduler, decode) in a Go process, with two consumer goroutines; the reference is the **raw ranged-GET loop**: P goroutines GETting whole objects from the same proxy, no decoding. MiB/s is the objects' bytes over the window from the first request's arrival at the proxy to the last one's end (bind's first GET included). Each P runs %d interleaved rounds (raw, narrow, wide, nested, channel; at the highest P also the runs of the peers below); ratios are medians of the rounds' ratios with their min–max; MiB/s, requests and in-flight are medians. Measured %s (`go run ./test/bench/io -md …`).\n\n",
 			len(mid.keys), float64(mid.bytes)/(1<<20), mid.rows, *latency, max(1, *rounds), when)
-		w("| max_parallel_io | raw loop MiB/s | narrow MiB/s | narrow × raw | wide MiB/s | wide × raw | requests narrow / wide | round trips per chunk (narrow) | in flight raw / narrow / wide | client CPU s per GiB (narrow) | load avg |\n")
-		w("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		w("| max_parallel_io | raw loop MiB/s | narrow MiB/s | narrow × raw | wide MiB/s | wide × raw | nested buffered(k) × raw | byte-capped channel × raw | requests narrow / wide | round trips per chunk (narrow) | in flight raw / narrow / wide / nested / channel | client CPU s per GiB (narrow) | load avg |\n")
+		w("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, r := range m.w2 {
 			n, nlo, nhi := r.ratios(r.narrow)
 			wd, wlo, whi := r.ratios(r.wide)
 			speed := func(x runResult) float64 { return x.mibps(mid) }
 			rt := medianOf(r.narrow, func(x runResult) float64 { return float64(x.stats.RoundTrips) / float64(max(1, x.stats.Chunks)) })
 			lo, hi := slices.Min(r.load), slices.Max(r.load)
-			w("| %d | %.1f | %.1f | **%.2f×** (%.2f–%.2f) | %.1f | **%.2f×** (%.2f–%.2f) | %.0f / %.0f | %.2f | %.1f / %.1f / %.1f | %.2f | %.1f–%.1f |\n",
-				r.p, medianOf(r.raw, speed), medianOf(r.narrow, speed), n, nlo, nhi, medianOf(r.wide, speed), wd, wlo, whi,
+			ns, nslo, nshi := r.ratios(r.nested)
+			ch, chlo, chhi := r.ratios(r.channel)
+			w("| %d | %.1f | %.1f | **%.2f×** (%.2f–%.2f) | %.1f | **%.2f×** (%.2f–%.2f) | %.2f× (%.2f–%.2f) | %.2f× (%.2f–%.2f) | %.0f / %.0f | %.2f | %.1f / %.1f / %.1f / %.1f / %.1f | %.2f | %.1f–%.1f |\n",
+				r.p, medianOf(r.raw, speed), medianOf(r.narrow, speed), n, nlo, nhi, medianOf(r.wide, speed), wd, wlo, whi, ns, nslo, nshi, ch, chlo, chhi,
 				medianOf(r.narrow, func(x runResult) float64 { return float64(x.requests) }), medianOf(r.wide, func(x runResult) float64 { return float64(x.requests) }),
 				rt,
 				medianOf(r.raw, func(x runResult) float64 { return x.inFlight }), medianOf(r.narrow, func(x runResult) float64 { return x.inFlight }),
-				medianOf(r.wide, func(x runResult) float64 { return x.inFlight }),
+				medianOf(r.wide, func(x runResult) float64 { return x.inFlight }), medianOf(r.nested, func(x runResult) float64 { return x.inFlight }), medianOf(r.channel, func(x runResult) float64 { return x.inFlight }),
 				medianOf(r.narrow, func(x runResult) float64 { return x.cpu.Seconds() / (float64(mid.bytes) / (1 << 30)) }), lo, hi)
 		}
-		w("\nRequests are counted at the proxy (bind included). The client's CPU includes the proxy, which runs in the same process; versitygw's is apart.\n\n")
-		if l := m.large; l != nil {
-			w("Large objects in the same run: %d objects of ~%.0f MiB read in 8 MiB `request_size` parts at max_parallel_io 16: wide scan %.2f× the raw loop of the same parts (%.1f against %.1f MiB/s); narrow scan %.2f× the loop's time with %d chunks projected and %.1f MiB not fetched.\n\n",
-				len(l.d.keys), float64(l.d.bytes)/float64(len(l.d.keys))/(1<<20), l.raw.window.Seconds()/l.wide.window.Seconds(), l.wide.mibps(l.d), l.raw.mibps(l.d),
-				l.raw.window.Seconds()/l.narrow.window.Seconds(), l.narrow.stats.ProjectedChunks, float64(l.narrow.stats.ProjectionSaved)/(1<<20))
+		w("\nRequests are counted at the proxy (bind included). The client's CPU includes the proxy, which runs in the same process; versitygw's is apart. *Nested buffered(k)* is the design the IO scheduler replaces, over the same objects and store: segments k1 at a time × chunks k2 at a time (k1·k2 = max_parallel_io), each level waiting for its whole wave, every chunk fetched whole and decoded (every column) between the waves. The *byte-capped channel* is the other design it replaces: max_parallel_io goroutines each GET the next chunk whole, decode it themselves and send its batches into a channel capped at 64 MiB of decoded bytes (fetched bytes not counted), one consumer summing.\n\n")
+		m.w2PeersSection(w, g, mid)
+		if l := m.large; l != nil && len(l.raw) > 0 {
+			wd, wlo, whi, _ := speedRatio(l.wide, l.raw)
+			nr, nlo, nhi, _ := speedRatio(l.narrow, l.raw)
+			speed := func(x runResult) float64 { return x.mibps(l.d) }
+			w("Large objects in the same run: %d objects of ~%.0f MiB read in 8 MiB `request_size` parts at max_parallel_io 16, %d interleaved rounds (medians of the rounds' ratios, min–max): wide scan %.2f× (%.2f–%.2f) the raw loop of the same parts (%.1f against %.1f MiB/s); narrow scan %.2f× (%.2f–%.2f) the loop's speed with %.0f chunks projected and %.1f MiB not fetched.\n\n",
+				len(l.d.keys), float64(l.d.bytes)/float64(len(l.d.keys))/(1<<20), len(l.raw), wd, wlo, whi, medianOf(l.wide, speed), medianOf(l.raw, speed),
+				nr, nlo, nhi, medianOf(l.narrow, func(x runResult) float64 { return float64(x.stats.ProjectedChunks) }),
+				medianOf(l.narrow, func(x runResult) float64 { return float64(x.stats.ProjectionSaved) / (1 << 20) }))
 		}
-		w("Requests in flight over time at a latency proxy, for the IO scheduler, the nested `buffered(k)` design it replaces and the raw loop (64 KiB objects; `go run ./test/bench/iosched`, part of `make bench`):\n\n![requests in flight over time](@/test/bench/iosched_inflight_64k.svg)\n\n")
+		if *svgPath != "" {
+			link := "@/" + *svgPath // relative to the repository's root (test/bench/peers)
+			if filepath.IsAbs(*svgPath) {
+				link = *svgPath
+			}
+			w("Requests in flight over time at the proxy while remote_segments (the narrow query), the nested `buffered(k)` design and the raw loop read the W2 objects above at max_parallel_io %d (one round: the one with the median narrow ratio):\n\n![requests in flight over time at the proxy, W2](%s)\n\n", top.p, link)
+		}
 	}
 
 	if len(m.w3) > 0 {
@@ -171,11 +192,21 @@ func (m *markdown) write(path string, mid, tiny *dataset) error {
 			loads = append(loads, r.load)
 		}
 		w("| load average during the runs | %.1f–%.1f | |\n\n", slices.Min(loads), slices.Max(loads))
-		if o := m.overload; o != nil {
-			told, asks := o[0], o[1]
-			w("Overload in the same run: a store that serves 16 GETs at once and answers `503 SlowDown` beyond, %d objects of W2, every column: the scan asking for 64 took %.2f× the time of the scan told 16, with %.1f %% of its %d requests answered SlowDown (its limit on requests in flight went down to %d and ended at %d).\n\n",
-				len(mid.keys), asks.window.Seconds()/told.window.Seconds(), 100*float64(asks.proxy.OverCapacity)/float64(max(1, asks.requests)), asks.requests,
-				asks.stats.LimitMin, asks.stats.LimitFinal)
+		m.w3PeersSection(w, g, tiny)
+		if o := m.overload; len(o) > 0 {
+			var asks []runResult
+			var ratios []float64 // asks 64 ÷ told 16, time, per round
+			for _, r := range o {
+				asks = append(asks, r[1])
+				ratios = append(ratios, r[1].window.Seconds()/r[0].window.Seconds())
+			}
+			t, tlo, thi := medianMinMax(ratios)
+			w("Overload in the same run: a store that serves 16 GETs at once and answers `503 SlowDown` beyond, %d objects of W2, every column, %d interleaved rounds: the scan asking for 64 took %.2f× (%.2f–%.2f) the time of the scan told 16 (median of the rounds' ratios), with %.1f %% of its %.0f requests answered SlowDown (medians; its limit on requests in flight went down to %.0f and ended at %.0f).\n\n",
+				len(mid.keys), len(o), t, tlo, thi,
+				medianOf(asks, func(x runResult) float64 { return 100 * float64(x.proxy.OverCapacity) / float64(max(1, x.requests)) }),
+				medianOf(asks, func(x runResult) float64 { return float64(x.requests) }),
+				medianOf(asks, func(x runResult) float64 { return float64(x.stats.LimitMin) }),
+				medianOf(asks, func(x runResult) float64 { return float64(x.stats.LimitFinal) }))
 		}
 	}
 	out := goals.String() + "<!-- sections -->\n" + body.String()

@@ -1,6 +1,11 @@
-// LanceDB contender of the W1 comparison, and the writer of its dataset:
-//   node lance.mjs write s3://bucket/prefix/lance chunk-00.arrow …   (one fragment per IPC file)
-//   node lance.mjs read  s3://bucket/prefix/lance
+// LanceDB contender of the W1 comparison, and of W2/W3, and the writer of
+// their datasets:
+//   node lance.mjs write s3://bucket/prefix/lance chunk-00.arrow …      (W1: one fragment per IPC file)
+//   node lance.mjs write-one s3://bucket/prefix/lance chunk-0.arrow …  (W2/W3: all rows in one createTable:
+//                                                                        LanceDB's own file layout)
+//   node lance.mjs read  s3://bucket/prefix/lance                        (W1: sums over id, x, s, payload)
+//   node lance.mjs w2-narrow|w2-wide s3://bucket/prefix/lance           (W2/W3: the datagen schema)
+// The table is LANCE_TABLE (default w1).
 // The S3 server comes from the AWS_* environment, passed as storageOptions.
 // read streams the record batches of a full-table query (execute(), not
 // toArrow(), which would materialize the table) and sums every column,
@@ -21,7 +26,7 @@ const storageOptions = {
   allow_http: "true",
   virtual_hosted_style_request: "false",
 };
-const table = "w1";
+const table = env.LANCE_TABLE || "w1";
 
 async function write() {
   const db = await lancedb.connect(uri, { storageOptions });
@@ -35,6 +40,71 @@ async function write() {
     }
   }
   console.error(`lance: wrote ${await tbl.countRows()} rows to ${uri}/${table}`);
+}
+
+// writeOne writes the rows of every file (IPC file or stream) in one
+// createTable call, so that LanceDB lays them out as it would any table.
+async function writeOne() {
+  const db = await lancedb.connect(uri, { storageOptions });
+  const batches = files.flatMap((f) => arrow.tableFromIPC(readFileSync(f)).batches);
+  const tbl = await db.createTable(table, new arrow.Table(batches), { mode: "overwrite" });
+  console.error(`lance: wrote ${await tbl.countRows()} rows to ${uri}/${table}`);
+}
+
+// validSum adds the valid values of a numeric column's data to acc (a
+// number, or a bigint for int64).
+function validSum(d, acc, big) {
+  const v = d.values;
+  const bm = d.nullBitmap;
+  for (let i = 0; i < d.length; i++) {
+    const j = d.offset + i;
+    if (bm && bm.length > 0 && d.nullCount > 0 && !(bm[j >> 3] & (1 << (j & 7)))) continue;
+    acc += big ? v[j] : Number(v[j]);
+  }
+  return acc;
+}
+
+// validCount counts the valid true values of a boolean column's data.
+function trueCount(d) {
+  let n = 0;
+  const bm = d.nullBitmap;
+  for (let i = 0; i < d.length; i++) {
+    const j = d.offset + i;
+    if (bm && bm.length > 0 && d.nullCount > 0 && !(bm[j >> 3] & (1 << (j & 7)))) continue;
+    if (d.values[j >> 3] & (1 << (j & 7))) n++;
+  }
+  return n;
+}
+
+// readW2 streams the query's batches and sums x (narrow) or every column
+// (wide), nulls left out, string lengths from the offsets of valid values.
+async function readW2(wide) {
+  const start = performance.now();
+  const db = await lancedb.connect(uri, { storageOptions });
+  const tbl = await db.openTable(table);
+  const cols = wide ? ["x", "i", "d", "b", "s"] : ["x"];
+  let rows = 0, sumX = 0n, sumI = 0, sumD = 0, trueB = 0, lenS = 0;
+  for await (const batch of await tbl.query().select(cols).execute()) {
+    rows += batch.numRows;
+    for (const d of batch.getChild("x").data) sumX = validSum(d, sumX, true);
+    if (!wide) continue;
+    for (const d of batch.getChild("i").data) sumI = validSum(d, sumI, false);
+    for (const d of batch.getChild("d").data) sumD = validSum(d, sumD, false);
+    for (const d of batch.getChild("b").data) trueB += trueCount(d);
+    for (const d of batch.getChild("s").data) {
+      const o = d.valueOffsets;
+      const bm = d.nullBitmap;
+      for (let i = 0; i < d.length; i++) {
+        const j = d.offset + i;
+        if (bm && bm.length > 0 && d.nullCount > 0 && !(bm[j >> 3] & (1 << (j & 7)))) continue;
+        lenS += Number(o[j + 1]) - Number(o[j]);
+      }
+    }
+  }
+  const ms = performance.now() - start;
+  let line = `RESULT rows=${rows} sum_x=${sumX}`;
+  if (wide) line += ` sum_i=${sumI} sum_d=${sumD.toFixed(2)} true_b=${trueB} len_s=${lenS}`;
+  console.log(`${line} scan_ms=${ms.toFixed(1)}`);
 }
 
 // stringBytes returns the bytes of a string column's values in data.
@@ -73,5 +143,7 @@ async function read() {
 }
 
 if (mode === "write") await write();
+else if (mode === "write-one") await writeOne();
+else if (mode === "w2-narrow" || mode === "w2-wide") await readW2(mode === "w2-wide");
 else if (mode === "read") await read();
 else throw new Error(`unknown mode ${mode}`);

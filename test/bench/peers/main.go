@@ -51,6 +51,7 @@ func main() {
 	var c config
 	var cc childConfig
 	var capStr string
+	var installOnly bool
 	flag.StringVar(&c.work, "work", "build/peers", "where the data, the server's files and the peers' install go")
 	flag.StringVar(&c.duckdb, "duckdb", ".tools/bin/duckdb", "DuckDB CLI")
 	flag.StringVar(&c.ext, "ext", "build/release/remote_segments.duckdb_extension", "the extension")
@@ -66,6 +67,7 @@ func main() {
 	flag.IntVar(&c.p, "p", 64, "requests in flight of the Go contenders (remote_segments' default max_parallel_io)")
 	flag.IntVar(&c.segments, "segments", 4, "segments the chunks are grouped into (the nested design's outer level)")
 	flag.StringVar(&capStr, "cap", "64MiB", "the byte cap of the channel design")
+	flag.BoolVar(&installOnly, "install", false, "only install the peers (npm ci into -work/node unless there from the same lock file) and exit: test/bench/io runs them on W2 and W3")
 	flag.StringVar(&cc.name, "child", "", "internal: run one Go contender (raw, channel, nested)")
 	flag.StringVar(&cc.prefix, "prefix", "", "internal: s3:// prefix of the IPC chunks")
 	flag.StringVar(&cc.endpoint, "endpoint", "", "internal: S3 endpoint")
@@ -80,6 +82,16 @@ func main() {
 		if err := runChild(cc); err != nil {
 			log.Fatalf("%s: %v", cc.name, err)
 		}
+		return
+	}
+	if installOnly {
+		scripts, _ := filepath.Abs("test/bench/peers")
+		work, _ := filepath.Abs(c.work)
+		n, err := installPeers(work, scripts)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("peers installed in %s\n", n.dir)
 		return
 	}
 	if err := run(c); err != nil {

@@ -48,7 +48,7 @@ var (
 	extV2  = flag.String("ext-v2", "build/release/v2.0.0/remote_segments.duckdb_extension", "the extension's DuckDB 2.0 edition (section v2)")
 	out    = flag.String("out", "build/bench", "where the dataset goes")
 	gib    = flag.Float64("gib", 1.1, "dataset size in GiB")
-	reps   = flag.Int("reps", 3, "repetitions of each timed query (the best counts)")
+	reps   = flag.Int("reps", 3, "interleaved rounds of the budget sweep, and repetitions of each timed query of the other sections (medians count)")
 	only   = flag.String("sections", "memory,io,speed,sweep,small,concurrent,v2", "sections to run, comma-separated")
 	svg    = flag.String("svg", "test/bench/scan_budget_sweep.svg", "where the budget sweep's SVG goes (empty: none)")
 	mdPath = flag.String("md", "", "also write the budget sweep as the W4 section of BENCHMARKS.md (markdown) to this file")
@@ -194,7 +194,7 @@ SELECT gets, retries, hedges, round(io_utilization, 3), wall_ms FROM remote_segm
 var runTime = regexp.MustCompile(`Run Time \(s\): real ([0-9.]+)`)
 
 // timed runs setup, then query reps times with .timer on, and returns the
-// best time.
+// median time.
 func timed(ext, setup, query string) time.Duration {
 	var sb strings.Builder
 	sb.WriteString(setup + "\n.timer on\n")
@@ -208,22 +208,23 @@ func timed(ext, setup, query string) time.Duration {
 	if err != nil {
 		log.Fatalf("duckdb: %v\n%s", err, outBytes)
 	}
-	best := time.Duration(math.MaxInt64)
+	var times []float64
 	sc := bufio.NewScanner(bytes.NewReader(outBytes))
 	for sc.Scan() {
 		if m := runTime.FindStringSubmatch(sc.Text()); m != nil {
 			s, _ := strconv.ParseFloat(m[1], 64)
-			best = min(best, time.Duration(s*float64(time.Second)))
+			times = append(times, s)
 		}
 	}
-	if best == math.MaxInt64 {
+	if len(times) == 0 {
 		log.Fatalf("no timing in:\n%s", outBytes)
 	}
-	return best
+	med, _, _ := medianMinMax(times)
+	return time.Duration(med * float64(time.Second))
 }
 
 func speed(ext, dir string, rows int64) {
-	fmt.Println("== speed: SELECT sum(x), sum(i), sum(d), sum(length(s)) over local files, best of", *reps)
+	fmt.Println("== speed: SELECT sum(x), sum(i), sum(d), sum(length(s)) over local files, median of", *reps)
 	parquet := filepath.Join(filepath.Dir(dir), "scan-data.parquet")
 	db := filepath.Join(filepath.Dir(dir), "scan-data.duckdb")
 	if _, err := os.Stat(parquet); err != nil {

@@ -14,7 +14,7 @@ import (
 // the hash aggregate the v1.2.0 file gets. Both files scan with the same
 // code; the machine is shared, so the ratios are informative only.
 func v2Edition(ext, extV2, dir string) {
-	fmt.Println("== v2 edition: segment pruning and partitioned aggregates (2.0 CLI; best of", *reps, "; informative under load)")
+	fmt.Println("== v2 edition: segment pruning and partitioned aggregates (2.0 CLI; median of", *reps, "; informative under load)")
 	src := fmt.Sprintf("remote_segments('%s/**/*.arrow')", dir)
 	where := " WHERE segment_id = '3'"
 	lastScan := "SELECT chunks, pruned, wire_bytes, gets FROM remote_segments_stats() ORDER BY scan_id DESC LIMIT 1;"
