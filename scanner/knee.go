@@ -45,8 +45,8 @@ const kneeGain = 1.10
 // pay. When a consumer finds nothing ready, a chunk has waited for memory
 // since the last look and the IO scheduler has free slots, the budget may
 // be what keeps DuckDB waiting: the cap grows by a largest chunk, and the
-// rate at which chunks
-// arrive is compared over the windows before and after. A raise that did
+// rate at which chunks arrive is compared over the windows before and
+// after. A raise that did
 // not make the scan at least kneeGain faster is undone and the cap stays
 // there for the rest of the scan (on 2 cores next to a local server, more
 // chunks in flight only compete for the same CPU).
