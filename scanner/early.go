@@ -17,10 +17,11 @@ import (
 //
 // They are bounded so that a plan that is never started (DESCRIBE, a
 // prepared statement) costs little: at most max_parallel_io - 1 chunks,
-// each small enough that bind would read it whole, together at most
-// a quarter of the knee's floor (16 MiB) and of memory_budget. Their requests carry the
-// query id the plan's first scan will have, so once it starts they count in
-// its max_parallel_io share. The first Start adopts them (and their IO
+// each small enough that bind would read it whole, together at most a
+// quarter of the knee's floor (16 MiB) and of memory_budget, and a
+// sixteenth of the process memory limit. Their requests carry the query id
+// the plan's first scan will have, so once it starts they count in its
+// max_parallel_io share. The first Start adopts them (and their IO
 // counters); Select drops those of chunks it drops, Close of a scan drops
 // what it did not use, and a failed fetch is simply fetched again by the
 // scan, which reports its error.
@@ -124,13 +125,6 @@ func (p *Plan) dropEarly(keep func(row int) bool) {
 			delete(p.early, row)
 		}
 	}
-}
-
-// hasEarly reports whether chunk c has an early fetch to adopt.
-func (p *Plan) hasEarly(c *Chunk) bool {
-	p.firstMu.Lock()
-	defer p.firstMu.Unlock()
-	return p.early[c.Row] != nil
 }
 
 // adoptEarly waits for chunk c's early fetch, if bind started one, and

@@ -84,14 +84,14 @@ func (s *Scan) planProjection(fields []int) bool {
 
 // chunkProjects decides for chunk c whether the scan reads only its
 // fields' buffers: the scan can project (shouldProject), the chunk's
-// length is known, its bytes are not in memory already, and the cost
+// length is known, bind did not read it whole already, and the cost
 // model says it pays.
 func (s *Scan) chunkProjects(c *Chunk) bool {
 	if !s.projected {
 		return false
 	}
 	size := c.WireLength()
-	if size < 0 || s.firstInMemory(c) {
+	if size < 0 || s.atBind(c) {
 		return false
 	}
 	return projectionSavesTime(s.sched.Model(), size, s.projectedBytes(size))
@@ -106,13 +106,11 @@ func (s *Scan) share(p int) int {
 	return p
 }
 
-// firstInMemory reports whether chunk c is the first chunk whose bytes bind
-// left in memory: reading it whole costs no IO at all.
-func (s *Scan) firstInMemory(c *Chunk) bool {
-	if c.Row != 0 {
-		return false
-	}
+// atBind reports whether bind read (or is reading) chunk c whole: the first
+// chunk whose bytes it kept, or one of its early fetches. Reading it whole
+// then costs no more IO at all.
+func (s *Scan) atBind(c *Chunk) bool {
 	s.plan.firstMu.Lock()
 	defer s.plan.firstMu.Unlock()
-	return s.plan.first != nil
+	return (c.Row == 0 && s.plan.first != nil) || s.plan.early[c.Row] != nil
 }

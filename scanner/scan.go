@@ -272,7 +272,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 // field → column map for them (nil: the plan's schema), and the wire bytes
 // the batches keep referencing (zero-copy decode).
 func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
-	if s.chunkProjects(c) && !s.plan.hasEarly(c) {
+	if s.chunkProjects(c) {
 		return s.loadColumns(c, mem)
 	}
 	return s.loadWhole(c, mem)
