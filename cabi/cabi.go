@@ -145,11 +145,11 @@ func bind(info C.duckdb_bind_info) error {
 		return err
 	}
 	statement := host.statement(info)
+	cfg.Keep = shard.keep()
 	plan, err := scanner.Bind(statement(), cfg)
 	if err != nil {
 		return err
 	}
-	selectShard(plan, shard)
 	cols, err := outputColumns(plan.Schema)
 	if err != nil {
 		return err

@@ -93,12 +93,14 @@ func readShard(info C.duckdb_bind_info) (shardSpec, error) {
 	return s, nil
 }
 
-// selectShard drops the chunks of plan outside the shard (before Start:
-// they are never requested, and count as pruned in the scan's stats).
-func selectShard(plan *scanner.Plan, s shardSpec) {
-	if s.n > 1 {
-		plan.Select(func(c *scanner.Chunk) bool { return s.holds(c.SegmentID) })
+// keep is the shard as scanner.Config.Keep (nil: every chunk): Bind drops
+// the chunks outside it (never requested, counted as pruned in the scan's
+// stats).
+func (s shardSpec) keep() func(c *scanner.Chunk) bool {
+	if s.n <= 1 {
+		return nil
 	}
+	return func(c *scanner.Chunk) bool { return s.holds(c.SegmentID) }
 }
 
 // chunksColumns are the columns of remote_segments_chunks(). The first

@@ -104,7 +104,7 @@ var namedParameters = []namedParameter{
 	{"s3_session_token", C.DUCKDB_TYPE_VARCHAR, func(c *scanner.Config, v string) error { c.Store.S3SessionToken = v; return nil }},
 	{"trace", C.DUCKDB_TYPE_VARCHAR, func(c *scanner.Config, v string) error { c.Trace = v; return nil }},
 	{"shard", C.DUCKDB_TYPE_VARCHAR, func(_ *scanner.Config, v string) error {
-		_, err := parseShard(v) // checked here; bind applies it after scanner.Bind (chunks.go)
+		_, err := parseShard(v) // checked here; bind hands it to scanner.Bind as Config.Keep (chunks.go)
 		return err
 	}},
 	{

@@ -41,6 +41,10 @@ type Config struct {
 	// UnionByName lets chunks differ in their columns: they are matched by
 	// name and a chunk without a column gives NULLs.
 	UnionByName bool
+	// Keep, when set, is applied by Bind as Select would be (a host's
+	// shard): the chunks it drops are never requested, not even by bind's
+	// early fetches (early.go).
+	Keep func(c *Chunk) bool
 	// Trace, when set, is a path for a Chrome-trace JSON of the scan.
 	Trace string
 

@@ -41,21 +41,32 @@ const kneeWindow = 100 * time.Millisecond
 // raise to stay.
 const kneeGain = 1.10
 
+// kneeVerdicts is how many windows in a row after a raise must each be
+// kneeGain faster than the window before it for the raise to stay: one
+// window of 100 ms on 2 shared cores passes by chance often enough to
+// keep useless raises (local files: 3 of 4 scans kept a raise that bought
+// nothing and cost 30 MiB of RSS).
+const kneeVerdicts = 2
+
 // kneeProbe grows a scan's cap from the knee while that is measured to
 // pay. When a consumer finds nothing ready, a chunk has waited for memory
-// since the last look and the IO scheduler has free slots, the budget may
+// in the last window and the IO scheduler has free slots, the budget may
 // be what keeps DuckDB waiting: the cap grows by a largest chunk, and the
 // rate at which chunks arrive is compared over the windows before and
-// after. A raise that did
-// not make the scan at least kneeGain faster is undone and the cap stays
-// there for the rest of the scan (on 2 cores next to a local server, more
-// chunks in flight only compete for the same CPU).
+// after. The first window of a scan is its warm-up (decoders and IO
+// ramping up, slower than what follows whatever the cap) and is never the
+// baseline. A raise that did not make the scan at least kneeGain faster
+// in kneeVerdicts windows in a row is undone and the cap stays there for
+// the rest of the scan (on 2 cores next to a local server, more chunks in
+// flight only compete for the same CPU).
 type kneeProbe struct {
 	step   int64 // what the cap grows by: the largest chunk's wire estimate, at least 1 MiB
 	raises atomic.Int64
 
 	mu       sync.Mutex
 	frozen   bool      // a raise did not pay: no more
+	warm     bool      // the warm-up window is over
+	passed   int       // windows since the raise that were kneeGain faster
 	judging  bool      // a raise waits for its verdict
 	before   float64   // bytes/s in the window before the raise
 	prevCap  int64     // the cap before the raise
@@ -64,46 +75,77 @@ type kneeProbe struct {
 	winWaits int64     // the budget's Waits when it started
 }
 
-// starved is called when a consumer finds nothing ready.
-func (s *Scan) starved() {
-	k := &s.knee
-	if s.chunks.Load() == 0 {
-		return // the first chunks are on their way: latency, not memory
-	}
+// kneeLook is what the probe sees when a consumer finds nothing ready.
+type kneeLook struct {
+	now         time.Time
+	wire, waits int64 // the scan's wire bytes and its budget's waits so far
+	cap, limit  int64 // the budget's cap and how far it may grow
+	ioFree      bool  // the IO scheduler has slots the scan could use
+}
+
+// look advances the probe and returns the cap to set (0: leave it).
+func (k *kneeProbe) look(l kneeLook) int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.frozen {
-		return
+		return 0
 	}
-	now, wire := time.Now(), s.wire.Load()
 	if k.winStart.IsZero() {
-		k.winStart, k.winWire, k.winWaits = now, wire, s.budget.Stats().Waits
-		return
+		k.winStart, k.winWire, k.winWaits = l.now, l.wire, l.waits
+		return 0
 	}
-	elapsed := now.Sub(k.winStart)
+	elapsed := l.now.Sub(k.winStart)
 	if elapsed < kneeWindow {
+		return 0
+	}
+	rate := float64(l.wire-k.winWire) / elapsed.Seconds()
+	waited := l.waits > k.winWaits
+	k.winStart, k.winWire, k.winWaits = l.now, l.wire, l.waits
+	if !k.warm {
+		k.warm = true
+		return 0
+	}
+	if k.judging {
+		if rate < kneeGain*k.before {
+			k.judging, k.frozen = false, true
+			return k.prevCap
+		}
+		if k.passed++; k.passed < kneeVerdicts {
+			return 0
+		}
+		k.judging = false
+		// The raise stayed; the next raise is judged against this window.
+	}
+	if !waited || l.cap >= l.limit || !l.ioFree {
+		return 0 // no chunk waited for memory, no room to grow, or IO is the bottleneck
+	}
+	k.prevCap, k.before, k.judging, k.passed = l.cap, rate, true, 0
+	k.raises.Add(1)
+	return min(l.limit, l.cap+k.step)
+}
+
+// starved is called when a consumer finds nothing ready.
+func (s *Scan) starved() {
+	if s.chunks.Load() == 0 {
+		return // the first chunks are on their way: latency, not memory
+	}
+	now := time.Now()
+	if !s.knee.due(now) {
 		return
 	}
-	rate := float64(wire-k.winWire) / elapsed.Seconds()
-	if k.judging {
-		k.judging = false
-		if rate < kneeGain*k.before {
-			s.budget.SetCap(k.prevCap)
-			k.frozen = true
-			return
-		}
+	st, io := s.budget.Stats(), s.sched.Stats()
+	newCap := s.knee.look(kneeLook{now: now, wire: s.wire.Load(), waits: st.Waits, cap: st.Cap, limit: s.limit,
+		ioFree: io.InFlight+io.Queued < s.share(io.Limit)})
+	if newCap > 0 {
+		s.budget.SetCap(newCap)
 	}
-	st := s.budget.Stats()
-	waited := st.Waits > k.winWaits
-	k.winStart, k.winWire, k.winWaits = now, wire, st.Waits
-	if !waited || st.Cap >= s.limit {
-		return // no chunk waited for memory in the window, or no room to grow
-	}
-	io := s.sched.Stats()
-	if io.InFlight+io.Queued >= s.share(io.Limit) {
-		return // IO is the bottleneck: more memory would only queue
-	}
-	k.prevCap, k.before, k.judging = st.Cap, rate, true
-	s.budget.SetCap(min(s.limit, st.Cap+k.step))
-	k.raises.Add(1)
+}
+
+// due reports whether a look at now would do anything: the probe is not
+// frozen, and its window has not begun or has lasted kneeWindow. It spares
+// the consumers' every empty poll the budget's and scheduler's locks.
+func (k *kneeProbe) due(now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.frozen && (k.winStart.IsZero() || now.Sub(k.winStart) >= kneeWindow)
 }

@@ -74,7 +74,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 			fields[i] = i
 		}
 	}
-	s := &Scan{id: p.cfg.Process.nextScanID.Add(1), plan: p, start: time.Now(), fields: fields,
+	s := &Scan{id: p.scanID(), plan: p, start: time.Now(), fields: fields,
 		slots: make(chan struct{}, maxChunksInFlight)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.estimate = p.firstLen
@@ -273,7 +273,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 // field → column map for them (nil: the plan's schema), and the wire bytes
 // the batches keep referencing (zero-copy decode).
 func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
-	if s.chunkProjects(c) {
+	if s.chunkProjects(c) && !s.plan.hasEarly(c) {
 		return s.loadColumns(c, mem)
 	}
 	return s.loadWhole(c, mem)
@@ -293,12 +293,22 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	}
 	var into []byte
 	if data == nil {
+		early := s.adoptEarly(c)
 		if n := c.WireLength(); n > 0 && lease != nil {
 			into = lease.Buffer(int(n)) // the lease's until it closes
 		}
-		var err error
-		if data, err = s.plan.fetchWhole(c, s.id, into, s.submit); err != nil {
-			return nil, nil, 0, err
+		switch {
+		case early != nil && len(into) >= len(early):
+			// Into the pool, like every fetched chunk: the budget's bytes
+			// are the pool's, and the early buffer goes at once.
+			data = into[:copy(into, early)]
+		case early != nil:
+			data = early
+		default:
+			var err error
+			if data, err = s.plan.fetchWhole(c, s.id, into, s.submit); err != nil {
+				return nil, nil, 0, err
+			}
 		}
 	}
 	s.wire.Add(int64(len(data)))
@@ -390,7 +400,12 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 func (s *Scan) submit(sched *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
 	b := sched.Submit(s.ctx, reqs)
 	data, err := b.Wait()
-	st := b.Stats()
+	s.count(b.Stats())
+	return data, err
+}
+
+// count adds one vector of requests' IO counters to the scan's.
+func (s *Scan) count(st iosched.BatchStats) {
 	s.requests.Add(int64(st.Requests))
 	s.gets.Add(st.Issued)
 	s.retries.Add(st.Retries)
@@ -405,7 +420,6 @@ func (s *Scan) submit(sched *iosched.Scheduler, reqs []iosched.Request) ([][]byt
 			break
 		}
 	}
-	return data, err
 }
 
 // conform maps batches of schema onto the plan's schema by column name; a
@@ -473,6 +487,7 @@ func (s *Scan) Close() {
 		s.plan.firstMu.Lock()
 		s.plan.first = nil
 		s.plan.firstMu.Unlock()
+		s.plan.dropEarly(nil)
 		s.budget.ClosePool()
 		s.closed.Store(true)
 		if s.trace != nil {

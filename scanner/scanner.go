@@ -56,6 +56,25 @@ type Plan struct {
 	home string
 	// pruned counts the chunks Select dropped.
 	pruned int64
+	// id is the query id of the plan's first scan, taken at bind for its
+	// early fetches (early.go); idUsed once a scan has it.
+	id     uint64
+	idUsed bool
+	// early holds the chunks bind fetched beside the first, by catalog row
+	// (under firstMu).
+	early map[int]*earlyFetch
+}
+
+// scanID is the query id of a new scan of the plan: the one reserved at
+// bind for the first, a fresh one for any later.
+func (p *Plan) scanID() uint64 {
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	if !p.idUsed {
+		p.idUsed = true
+		return p.id
+	}
+	return p.cfg.Process.nextScanID.Add(1)
 }
 
 // Bind resolves cfg's source and reads the first chunk's schema. On failure
@@ -71,9 +90,13 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL}
+	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL, id: cfg.Process.nextScanID.Add(1)}
+	if n := chunks[0].WireLength(); n > 0 && n <= bindWholeMax {
+		p.startEarly(ctx) // the first chunk is read whole: the next ones go with it
+	}
 	first, err := p.readSchema(ctx, &chunks[0])
 	if err != nil {
+		p.dropEarly(nil)
 		return nil, err
 	}
 	p.Schema, p.first, p.firstLen = first.schema, first.data, first.size
@@ -82,6 +105,9 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		if err := p.unionSchemas(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Keep != nil {
+		p.Select(cfg.Keep)
 	}
 	return p, nil
 }
@@ -110,6 +136,11 @@ func (p *Plan) Select(keep func(c *Chunk) bool) int {
 		p.first = nil // the first chunk is not read: do not pin its bytes
 		p.firstMu.Unlock()
 	}
+	rows := make(map[int]bool, len(kept))
+	for i := range kept {
+		rows[kept[i].Row] = true
+	}
+	p.dropEarly(func(row int) bool { return rows[row] })
 	p.Chunks = kept
 	p.pruned += int64(dropped)
 	return dropped

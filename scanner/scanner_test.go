@@ -3,9 +3,6 @@ package scanner
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -780,22 +777,10 @@ func TestBudgetKneeGrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := http.FileServer(http.Dir(dir))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(20 * time.Millisecond)
-		files.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	var rows []Row
+	rows := newSlowFiles(t, dir, 20*time.Millisecond).rows(t, 48)
 	var largest int64
-	for i := range 48 {
-		name := fmt.Sprintf("chunks/segment=s0/chunk-%d.arrow", i)
-		info, err := os.Stat(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		largest = max(largest, info.Size())
-		rows = append(rows, Row{"url": srv.URL + "/" + name, "length": info.Size(), "segment_id": "s0"})
+	for _, r := range rows {
+		largest = max(largest, r["length"].(int64))
 	}
 	const ceiling = 1 << 30
 	// 64 KiB requests: the knee's IO term (16 of them) is below two chunks,

@@ -1,0 +1,153 @@
+package scanner
+
+import (
+	"context"
+
+	"github.com/remote-segments/remote_segments/budget"
+	"github.com/remote-segments/remote_segments/iosched"
+)
+
+// Early fetches: while bind reads the first chunk for its schema, the next
+// chunks that a scan would read whole are requested too, so that the
+// scan's first wave leaves with bind's request instead of one round trip
+// after it. Behind 30 ms of latency that round trip was most of what a
+// scan of a thousand 127 KiB objects lost against a plain loop of GETs
+// (W2 of BENCHMARKS.md at max_parallel_io 64: 0.88-0.91x, bind's serial
+// GET being ~31 ms of a ~580 ms window).
+//
+// They are bounded so that a plan that is never started (DESCRIBE, a
+// prepared statement) costs little: at most max_parallel_io - 1 chunks,
+// each small enough that bind would read it whole, together at most
+// a quarter of the knee's floor (16 MiB) and of memory_budget. Their requests carry the
+// query id the plan's first scan will have, so once it starts they count in
+// its max_parallel_io share. The first Start adopts them (and their IO
+// counters); Select drops those of chunks it drops, Close of a scan drops
+// what it did not use, and a failed fetch is simply fetched again by the
+// scan, which reports its error.
+
+// earlyFetch is one chunk bind started fetching whole.
+type earlyFetch struct {
+	url          string
+	offset, size int64
+	cancel       context.CancelFunc // stops its request (a chunk dropped before the scan used it)
+	done         chan struct{}      // closed when data, err and st are set
+	data         []byte
+	err          error
+	st           iosched.BatchStats
+}
+
+// startEarly requests, beside the first chunk, the chunks after it that a
+// scan reads whole, under ctx (the statement's).
+func (p *Plan) startEarly(ctx context.Context) {
+	cfg := &p.cfg
+	if cfg.UnionByName || len(p.Chunks) < 2 {
+		return
+	}
+	parallel := cfg.MaxParallelIO
+	if parallel <= 0 {
+		h, err := openObject(p.home, cfg)
+		if err != nil {
+			return // bind reports it
+		}
+		parallel = h.Scheduler.Parallelism()
+		h.Release()
+	}
+	// A quarter of the smallest cap a scan starts with (the knee's floor)
+	// and of memory_budget: before the scan reserves them, these bytes are
+	// outside its budget.
+	maxBytes := int64(budget.DefaultMin / 4)
+	if cfg.kneeFloor > 0 {
+		maxBytes = cfg.kneeFloor / 4
+	}
+	if cfg.MemoryBudget > 0 {
+		maxBytes = min(maxBytes, cfg.MemoryBudget/4)
+	}
+	if cfg.Process.Memory != nil {
+		maxBytes = min(maxBytes, cfg.Process.Memory.Stats().Cap/16)
+	}
+	var picked []*Chunk
+	var total int64
+	for i := 1; i < len(p.Chunks) && len(picked) < parallel-1; i++ {
+		c := &p.Chunks[i]
+		if cfg.Keep != nil && !cfg.Keep(c) {
+			continue // Bind drops it
+		}
+		n := c.WireLength()
+		if n <= 0 || n > bindWholeMax || total+n > maxBytes {
+			break
+		}
+		total += n
+		picked = append(picked, c)
+	}
+	if len(picked) == 0 {
+		return
+	}
+	p.early = make(map[int]*earlyFetch, len(picked))
+	for _, c := range picked {
+		e := &earlyFetch{url: c.URL, offset: c.Offset, size: c.WireLength(), done: make(chan struct{})}
+		ctx, cancel := context.WithCancel(ctx)
+		e.cancel = cancel
+		p.early[c.Row] = e
+		go func(c Chunk) {
+			defer cancel()
+			defer close(e.done)
+			e.data, e.err = p.fetchWhole(&c, p.id, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+				b := s.Submit(ctx, reqs)
+				data, err := b.Wait()
+				e.st = b.Stats()
+				return data, err
+			})
+		}(*c)
+	}
+}
+
+// takeEarly hands chunk c's early fetch to the caller, once (nil: none).
+func (p *Plan) takeEarly(c *Chunk) *earlyFetch {
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	e := p.early[c.Row]
+	if e == nil || e.url != c.URL || e.offset != c.Offset || e.size != c.WireLength() {
+		return nil
+	}
+	delete(p.early, c.Row)
+	return e
+}
+
+// dropEarly forgets the early fetches keep returns false for (nil: all)
+// and cancels their requests if still running.
+func (p *Plan) dropEarly(keep func(row int) bool) {
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	for row, e := range p.early {
+		if keep == nil || !keep(row) {
+			e.cancel()
+			delete(p.early, row)
+		}
+	}
+}
+
+// hasEarly reports whether chunk c has an early fetch to adopt.
+func (p *Plan) hasEarly(c *Chunk) bool {
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	return p.early[c.Row] != nil
+}
+
+// adoptEarly waits for chunk c's early fetch, if bind started one, and
+// returns its bytes with its IO counted as the scan's (nil: fetch it).
+func (s *Scan) adoptEarly(c *Chunk) []byte {
+	e := s.plan.takeEarly(c)
+	if e == nil {
+		return nil
+	}
+	select {
+	case <-e.done:
+	case <-s.ctx.Done():
+		return nil // the scan's own fetch reports the cancellation
+	}
+	s.count(e.st)
+	if e.err != nil {
+		return nil // fetched again, and its error (if it persists) reported then
+	}
+	return e.data
+}
