@@ -237,7 +237,6 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 		return
 	}
 	actual := mem.commit(retained)
-	lease.Recycle(mem.recycle) // after the Commit, so the budget never shows less than is held
 	s.trace.budget(s.budget)
 	s.chunks.Add(1)
 	out := make([]*Batch, 0, len(batches))
@@ -316,14 +315,10 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	var retained int64
-	if arrowipc.IsFile(data) {
-		retained = int64(len(data)) // the file reader slices its buffers out of data
-		if len(data) > 0 && len(into) > 0 && &data[0] == &into[0] {
-			retained = int64(cap(into)) // the pooled buffer, rounded up to its class
-		}
-	} else if ca, ok := mem.(*countingAllocator); ok {
-		ca.recycle = data // a stream's batches were copied out of data
+	// The batches, of a file or a stream, slice their buffers out of data.
+	retained := int64(len(data))
+	if len(data) > 0 && len(into) > 0 && &data[0] == &into[0] {
+		retained = int64(cap(into)) // the pooled buffer, rounded up to its class
 	}
 	if s.plan.cfg.UnionByName {
 		out, err := conform(schema, batches, s.plan.Schema, mem)
@@ -624,9 +619,8 @@ func (b *Batch) Close() {
 // and its decoded ones at once, and the budget shows both.
 type countingAllocator struct {
 	memory.Allocator
-	live    atomic.Int64
-	lease   *budget.Lease
-	recycle []byte // the fetched bytes, once decoded into other memory
+	live  atomic.Int64
+	lease *budget.Lease
 
 	mu        sync.Mutex // orders allocations' Grow before the Commit
 	committed bool

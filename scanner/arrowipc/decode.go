@@ -13,8 +13,11 @@ package arrowipc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -123,7 +126,7 @@ func decodeIPCFile(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.Re
 }
 
 func decodeIPCStream(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, error) {
-	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+	r, err := ipc.NewReaderFromMessageReader(&memMessages{data: data}, ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: not an Arrow IPC file or stream: %v", ErrMalformed, err)
 	}
@@ -143,6 +146,62 @@ func decodeIPCStream(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.
 	return r.Schema(), out, nil
 }
 
-// IsFile reports whether data starts as an Arrow IPC file (a stream has no
-// magic): a file's decoded batches reference data without a copy.
-func IsFile(data []byte) bool { return bytes.HasPrefix(data, fileMagic) }
+// memMessages hands the messages of a stream held in data to arrow-go's
+// reader as slices of data: like a file's (NewMappedFileReader), the
+// stream's uncompressed buffers then reference data instead of a copy
+// (arrow-go's own message reader reads every body into fresh memory).
+// checkIPCStream has checked the framing; the walk is the same.
+type memMessages struct {
+	data []byte
+	pos  int64
+	msg  *ipc.Message // the current message, released at the next
+	refs atomic.Int64
+}
+
+func (m *memMessages) Message() (*ipc.Message, error) {
+	if m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
+	}
+	left := func() int64 { return int64(len(m.data)) - m.pos }
+	if left() < 4 {
+		return nil, io.EOF // end without an end-of-stream marker
+	}
+	metaLen := int64(int32(binary.LittleEndian.Uint32(m.data[m.pos:])))
+	m.pos += 4
+	if uint32(metaLen) == 0xFFFFFFFF {
+		if left() < 4 {
+			return nil, fmt.Errorf("truncated message length at %d", m.pos)
+		}
+		metaLen = int64(int32(binary.LittleEndian.Uint32(m.data[m.pos:])))
+		m.pos += 4
+	}
+	if metaLen == 0 {
+		return nil, io.EOF
+	}
+	if metaLen < 0 || metaLen > left() {
+		return nil, fmt.Errorf("message at %d: metadata length %d beyond the data", m.pos, metaLen)
+	}
+	meta := m.data[m.pos : m.pos+metaLen]
+	m.pos += metaLen
+	parsed, err := parseMessage(fb(meta))
+	if err != nil {
+		return nil, err
+	}
+	if parsed.bodyLen < 0 || parsed.bodyLen > left() {
+		return nil, fmt.Errorf("message at %d: body length %d beyond the data", m.pos-metaLen, parsed.bodyLen)
+	}
+	body := m.data[m.pos : m.pos+parsed.bodyLen]
+	m.pos += parsed.bodyLen
+	m.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
+	return m.msg, nil
+}
+
+func (m *memMessages) Retain() { m.refs.Add(1) }
+
+func (m *memMessages) Release() {
+	if m.refs.Add(-1) <= 0 && m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
+	}
+}

@@ -1,11 +1,17 @@
 package arrowipc
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
@@ -38,5 +44,71 @@ func TestDecodeBadInput(t *testing.T) {
 				t.Fatalf("got batches with an error")
 			}
 		})
+	}
+}
+
+// TestDecodeStreamZeroCopy: a stream's batches slice their buffers out of
+// the bytes decoded, as a file's do, and hold the right values; a stream
+// with a dictionary column decodes too.
+func TestDecodeStreamZeroCopy(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	dictType := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "x", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+		{Name: "d", Type: dictType},
+	}, nil)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	var want int64
+	for batch := range 3 {
+		b := array.NewRecordBuilder(mem, schema)
+		for i := range 1000 {
+			v := int64(batch*1000 + i)
+			want += v
+			b.Field(0).(*array.Int64Builder).Append(v)
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprint(v))
+			if err := b.Field(2).(*array.BinaryDictionaryBuilder).AppendString([]string{"a", "b", "c"}[i%3]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := b.NewRecordBatch()
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		b.Release()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	schemaOut, batches, err := Decode(data, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ReleaseAll(batches)
+	if !schemaOut.Equal(schema) || len(batches) != 3 {
+		t.Fatalf("schema %v, %d batches", schemaOut, len(batches))
+	}
+	lo, hi := uintptr(unsafe.Pointer(&data[0])), uintptr(unsafe.Pointer(&data[len(data)-1]))
+	var got int64
+	for _, b := range batches {
+		x := b.Column(0).(*array.Int64)
+		for _, v := range x.Int64Values() {
+			got += v
+		}
+		for c := range 2 {
+			vals := b.Column(c).Data().Buffers()[1].Bytes()
+			if p := uintptr(unsafe.Pointer(&vals[0])); p < lo || p > hi {
+				t.Errorf("column %d's values are not in the decoded bytes: a copy", c)
+			}
+		}
+		if d := b.Column(2).(*array.Dictionary); d.Dictionary().(*array.String).Value(int(d.GetValueIndex(4))) != "b" {
+			t.Errorf("dictionary value %q, want b", d.Dictionary().(*array.String).Value(int(d.GetValueIndex(4))))
+		}
+	}
+	if got != want {
+		t.Errorf("sum(x) %d, want %d", got, want)
 	}
 }
