@@ -148,7 +148,9 @@ fuzz:
 # The scan and IO benchmarks also write W4 and W2/W3 as markdown under
 # build/bench/, which bench-peers gathers into BENCHMARKS.md with W1; the IO
 # benchmark runs the peers (installed first, as bench-peers does) on W2 and
-# W3 and draws W2's requests in flight at the proxy (test/bench/w2_inflight.svg).
+# W3 and draws W2's requests in flight at the proxy (test/bench/w2_inflight.svg)
+# and the peers' throughput and peak RSS on W2 and W3 (test/bench/w2_peers.svg,
+# test/bench/w3_peers.svg).
 # Runs of each peer under the W3 fault mix (Polars takes minutes a run there).
 PEER_MIX_RUNS ?= 3
 bench: release tools
@@ -157,7 +159,8 @@ bench: release tools
 	go run ./test/bench/scan -out build/bench -md build/bench/sweep.md
 	go build -o $(PEERS_BIN) ./test/bench/peers
 	$(PEERS_BIN) -install
-	go run ./test/bench/io -out build/bench -md build/bench/io.md -node build/peers/node -peer-mix-runs $(PEER_MIX_RUNS) -svg test/bench/w2_inflight.svg
+	go run ./test/bench/io -out build/bench -md build/bench/io.md -node build/peers/node -peer-mix-runs $(PEER_MIX_RUNS) -svg test/bench/w2_inflight.svg \
+		-w2-svg test/bench/w2_peers.svg -w3-svg test/bench/w3_peers.svg
 	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/gohost -out build/bench
 	go run ./test/bench/concurrent -out build/bench
@@ -188,7 +191,8 @@ bench-quick: release tools
 	go build -o $(PEERS_BIN) ./test/bench/peers
 	$(PEERS_BIN) -install
 	go run ./test/bench/io -out build/bench-quick/data -p 64 -rounds 3 -mix-runs 3 -peer-mix-runs 1 -large 0 -tables 1,2,3 \
-		-node build/peers/node -svg build/bench-quick/w2_inflight.svg -md build/bench-quick/io.md
+		-node build/peers/node -svg build/bench-quick/w2_inflight.svg -md build/bench-quick/io.md \
+		-w2-svg build/bench-quick/w2_peers.svg -w3-svg build/bench-quick/w3_peers.svg
 	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT) -rows 1000000 -runs 3 -label quick -target bench-quick \
 		-report build/bench-quick/BENCHMARKS.md -svg build/bench-quick/peers_w1.svg \
 		-sections build/bench-quick/io.md,build/bench-quick/sweep.md

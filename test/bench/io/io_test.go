@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -103,6 +106,49 @@ func TestSegmentsOf(t *testing.T) {
 	for _, c := range []struct{ p, segs, per, k1, k2 int }{{64, 128, 8, 8, 8}, {16, 128, 8, 4, 4}, {4, 128, 8, 2, 2}, {64, 2000, 1, 8, 1}} {
 		if k1, k2 := splitP(c.p, c.segs, c.per); k1 != c.k1 || k2 != c.k2 {
 			t.Errorf("splitP(%d, %d, %d) = %d×%d, want %d×%d", c.p, c.segs, c.per, k1, k2, c.k1, c.k2)
+		}
+	}
+}
+
+// The W2 and W3 pictures draw every contender that ran, say "in the bench
+// process" where a peak RSS would be for what runs in this process (never a
+// zero bar), and say a contender whose runs all failed.
+func TestPeerPictures(t *testing.T) {
+	files := &dataset{name: "midf", keys: make([]string, 8), bytes: 8 << 20}
+	run := func(ms int, rssMiB int64) runResult {
+		return runResult{window: time.Duration(ms) * time.Millisecond, rss: rssMiB << 20}
+	}
+	bad := runResult{err: errors.New("killed")}
+	m := &markdown{
+		midPeers: &peerData{files: files}, tinyPeers: &peerData{files: files},
+		w2: []w2Row{{p: 64, peers: map[string][]runResult{
+			"raw-files": {run(100, 0)},
+			"rs-narrow": {run(125, 0)}, "rs-wide": {run(125, 0)},
+			"cli-narrow": {run(200, 150)}, "cli-wide": {run(250, 170)},
+			"cli64-narrow": {run(200, 110)}, "cli64-wide": {run(250, 120)},
+			"polars-narrow": {bad}, "polars-wide": {bad},
+		}}},
+		w3peers: map[string][]w3Run{
+			"rs":    {{clean: run(1000, 0), mix: run(1100, 0)}},
+			"cli64": {{clean: run(1000, 100), mix: run(1500, 104)}},
+		},
+	}
+	w2 := m.w2BarsSVG()
+	for _, want := range []string{
+		"remote_segments in the DuckDB CLI (glob, memory_budget 64MiB)", "Polars scanIPC", "failed (1 of 1 runs)",
+		">" + inProcess + "</text>", ">80.0</text>", ">64.0</text>", ">150</text>", ">120</text>",
+	} {
+		if !strings.Contains(w2, want) {
+			t.Errorf("W2 picture: no %q in\n%s", want, w2)
+		}
+	}
+	if strings.Contains(w2, ">0</text>") || strings.Contains(w2, "LanceDB") {
+		t.Errorf("W2 picture: a zero RSS bar, or a contender that did not run:\n%s", w2)
+	}
+	w3 := m.w3BarsSVG()
+	for _, want := range []string{">1.10×</text>", ">1.50×</text>", ">104</text>", ">" + inProcess + "</text>", "1.2×: W3's goal"} {
+		if !strings.Contains(w3, want) {
+			t.Errorf("W3 picture: no %q in\n%s", want, w3)
 		}
 	}
 }

@@ -58,6 +58,8 @@ var (
 	rounds   = flag.Int("rounds", 3, "interleaved rounds of the first table (raw, narrow, wide in each); ratios are medians of the rounds' ratios")
 	mdPath   = flag.String("md", "", "also write the W2 and W3 sections of BENCHMARKS.md (markdown) to this file")
 	svgPath  = flag.String("svg", "test/bench/w2_inflight.svg", "where the picture of requests in flight over time at the proxy (W2, the highest -p) goes (empty: none)")
+	w2SVG    = flag.String("w2-svg", "test/bench/w2_peers.svg", "with -node: where the bar picture of W2 against the peers (throughput and peak RSS per contender) goes (empty: none)")
+	w3SVG    = flag.String("w3-svg", "test/bench/w3_peers.svg", "with -node: where the bar picture of W3 for the peers (the mix × fault-free, peak RSS under the mix) goes (empty: none)")
 	midSegs  = flag.Int("mid-segments", 128, "segments of 8 objects in the W2 dataset")
 	tinyObjs = flag.Int("tiny-objects", 2000, "objects in the W3 dataset")
 )
@@ -158,11 +160,22 @@ func main() {
 		}
 		fmt.Printf("wrote %s\n", *mdPath)
 	}
-	if *svgPath != "" && len(b.md.w2) > 0 {
-		if err := os.WriteFile(*svgPath, []byte(b.md.inflightSVG(mid)), 0o644); err != nil {
+	for _, pic := range []struct {
+		path string
+		ok   bool
+		draw func() string
+	}{
+		{*svgPath, len(b.md.w2) > 0, func() string { return b.md.inflightSVG(mid) }},
+		{*w2SVG, b.md.hasW2Peers(), b.md.w2BarsSVG},
+		{*w3SVG, b.md.hasW3Peers(), b.md.w3BarsSVG},
+	} {
+		if pic.path == "" || !pic.ok {
+			continue
+		}
+		if err := os.WriteFile(pic.path, []byte(pic.draw()), 0o644); err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("wrote %s\n", *svgPath)
+		fmt.Printf("wrote %s\n", pic.path)
 	}
 }
 
@@ -454,8 +467,8 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 						fmt.Printf("       %-14s FAILED: %v\n", key, r.err)
 						return
 					}
-					fmt.Printf("       %-14s %9.1f MiB/s  %5.2f× the raw loop of the file copy  %5d requests  in flight %5.1f  RSS %s\n", key, r.mibps(pd.files),
-						row.peers["raw-files"][round].window.Seconds()/r.window.Seconds(), r.requests, r.inFlight, rssText(r.rss))
+					fmt.Printf("       %-14s %9.1f MiB/s  %5.2f× the raw loop of the file copy  %5d requests  in flight %5.1f  RSS %s%s\n", key, r.mibps(pd.files),
+						row.peers["raw-files"][round].window.Seconds()/r.window.Seconds(), r.requests, r.inFlight, rssText(r.rss), wallText(r))
 				}
 				add("raw-files", must("raw on the file copy", b.raw(pd.files, cfg, p, 8<<20)))
 				add("rs-narrow", must("narrow on the file copy", b.scan(pd.files, cfg, p, []int{0})))

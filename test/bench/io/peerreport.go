@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/remote-segments/remote_segments/test/bench/benchsvg"
 	"github.com/remote-segments/remote_segments/test/faultproxy"
 )
 
@@ -80,18 +81,14 @@ func firstErr(rs []runResult) string {
 // w2PeersSection writes the peers' part of W2 (and its goal line) when
 // the run had peers.
 func (m *markdown) w2PeersSection(w, g func(string, ...any), mid *dataset) {
-	pd := m.midPeers
-	if pd == nil || len(m.w2) == 0 {
+	if !m.hasW2Peers() {
 		return
 	}
-	top := m.w2[len(m.w2)-1]
-	if len(top.peers["raw-files"]) == 0 {
-		return
-	}
+	pd, top := m.midPeers, m.w2[len(m.w2)-1]
 	files := pd.files
 	speed := func(x runResult) float64 { return x.mibps(files) }
 	w("### W2 against the peer engines\n\n")
-	w("Polars' `scanIPC` reads Arrow IPC files, not streams, so the peers read a copy of the same rows in which every chunk is an IPC file (`%s/`, %d objects, %.1f MiB), and in the same rounds the raw loop and remote_segments read that copy too: every ratio below is within one round, on the same objects, behind the same proxy (%v per request). LanceDB reads the same rows written as a Lance dataset by one `createTable` (%.1f MiB, LanceDB's own layout: a few large files instead of one object per chunk). Polars runs `scanIPC` over the glob `s3://bench/%s/chunks/*/*.arrow` with the streaming engine; LanceDB `query().select(…).execute()`, summing in JavaScript; each prints its answer (rows, sum(x); wide also sum(i), sum(d), count of true b, bytes of s), checked against the generator's before its time counts. *remote_segments in the DuckDB CLI* is the table function itself in its own process (`.tools/bin/duckdb` with the extension, the glob `s3://bench/%s/chunks/**/*.arrow`, defaults otherwise: max_parallel_io 64, the adaptive budget), listing the objects as Polars does, where *remote_segments* is its pipeline in the bench process with the catalog (every object's URL and length) and no listing. The peers run at their defaults (`POLARS_CONCURRENCY_BUDGET`, `LANCE_IO_THREADS` unset), remote_segments and the raw loop at max_parallel_io %d. MiB/s is the copy's IPC bytes over the window at the proxy (first request to last, Polars' listing and LanceDB's manifest reads included); peak RSS is `/usr/bin/time -v` of the contender's own process. %d rounds; ratios are medians of the rounds' ratios (min–max); a failed run counts as failed and in no ratio.\n\n",
+	w("Polars' `scanIPC` reads Arrow IPC files, not streams, so the peers read a copy of the same rows in which every chunk is an IPC file (`%s/`, %d objects, %.1f MiB), and in the same rounds the raw loop and remote_segments read that copy too: every ratio below is within one round, on the same objects, behind the same proxy (%v per request). LanceDB reads the same rows written as a Lance dataset by one `createTable` (%.1f MiB, LanceDB's own layout: a few large files instead of one object per chunk). Polars runs `scanIPC` over the glob `s3://bench/%s/chunks/*/*.arrow` with the streaming engine; LanceDB `query().select(…).execute()`, summing in JavaScript; each prints its answer (rows, sum(x); wide also sum(i), sum(d), count of true b, bytes of s), checked against the generator's before its time counts. *remote_segments in the DuckDB CLI* is the table function itself in its own process (`.tools/bin/duckdb` with the extension, the glob `s3://bench/%s/chunks/**/*.arrow`, defaults otherwise: max_parallel_io 64, the adaptive budget; and the same at `memory_budget := '64MiB'`), listing the objects as Polars does, where *remote_segments* is its pipeline in the bench process with the catalog (every object's URL and length) and no listing. The peers run at their defaults (`POLARS_CONCURRENCY_BUDGET`, `LANCE_IO_THREADS` unset), remote_segments and the raw loop at max_parallel_io %d. MiB/s is the copy's IPC bytes over the window at the proxy (first request to last, Polars' listing and LanceDB's manifest reads included); peak RSS is `/usr/bin/time -v` of the contender's own process. %d rounds; ratios are medians of the rounds' ratios (min–max); a failed run counts as failed and in no ratio.\n\n",
 		files.name, len(files.keys), float64(files.bytes)/(1<<20), *latency, float64(pd.lanceSz)/(1<<20), files.name, files.name, top.p, len(top.load))
 	w("| contender | reads | narrow MiB/s | narrow × raw loop | wide MiB/s | wide × raw loop | requests narrow / wide | in flight narrow / wide | peak RSS MiB narrow / wide | failed runs |\n")
 	w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
@@ -99,11 +96,7 @@ func (m *markdown) w2PeersSection(w, g func(string, ...any), mid *dataset) {
 	w("| raw ranged-GET loop (ceiling) | IPC-file copy | %s | 1.00 | | | %s | %s | | %d |\n", medianText(raw, "%.1f", speed),
 		medianText(raw, "%.0f", func(x runResult) float64 { return float64(x.requests) }),
 		medianText(raw, "%.1f", func(x runResult) float64 { return x.inFlight }), failed(raw))
-	rows := []struct{ key, name, reads string }{{"rs", "remote_segments (pipeline in process, catalog)", "IPC-file copy"}}
-	for _, k := range peerKinds {
-		rows = append(rows, struct{ key, name, reads string }{k.key, k.name, k.reads})
-	}
-	for _, r := range rows {
+	for _, r := range contenders() {
 		n, wd := top.peers[r.key+"-narrow"], top.peers[r.key+"-wide"]
 		if len(n)+len(wd) == 0 {
 			continue // not run (-peers)
@@ -115,9 +108,12 @@ func (m *markdown) w2PeersSection(w, g func(string, ...any), mid *dataset) {
 			rssMedian(n), rssMedian(wd), failed(n)+failed(wd), len(n)+len(wd))
 	}
 	w("\n")
+	if *w2SVG != "" {
+		w("![W2 against the peers: throughput and peak RSS](%s)\n\n*Throughput and peak RSS of each contender above, narrow and wide (medians of the rounds; the raw loop and the in-process pipeline have no RSS of their own).*\n\n", benchsvg.Link(*w2SVG))
+	}
 	var goal []string
 	for _, k := range peerKinds {
-		if k.key == "cli" || len(top.peers[k.key+"-narrow"]) == 0 {
+		if strings.HasPrefix(k.key, "cli") || len(top.peers[k.key+"-narrow"]) == 0 {
 			continue
 		}
 		ratio := func(rs string) string {
@@ -125,7 +121,11 @@ func (m *markdown) w2PeersSection(w, g func(string, ...any), mid *dataset) {
 			wd, wlo, whi, wn := speedRatio(top.peers[rs+"-wide"], top.peers[k.key+"-wide"])
 			return fmt.Sprintf("narrow %s, wide %s", ratioText(n, nlo, nhi, nn), ratioText(wd, wlo, whi, wn))
 		}
-		line := fmt.Sprintf("%s: in the DuckDB CLI %s (the pipeline with the catalog %s)", k.name, ratio("cli"), ratio("rs"))
+		at64 := ""
+		if len(top.peers["cli64-narrow"]) > 0 {
+			at64 = fmt.Sprintf("at memory_budget 64MiB %s; ", ratio("cli64"))
+		}
+		line := fmt.Sprintf("%s: in the DuckDB CLI %s (%sthe pipeline with the catalog %s)", k.name, ratio("cli"), at64, ratio("rs"))
 		if f := failed(top.peers[k.key+"-narrow"]) + failed(top.peers[k.key+"-wide"]); f > 0 {
 			line += fmt.Sprintf("; %s failed %d of %d runs: %s", k.name, f, len(top.peers[k.key+"-narrow"])+len(top.peers[k.key+"-wide"]),
 				firstErr(append(slices.Clone(top.peers[k.key+"-narrow"]), top.peers[k.key+"-wide"]...)))
@@ -136,35 +136,36 @@ func (m *markdown) w2PeersSection(w, g func(string, ...any), mid *dataset) {
 	g("- **W2 against the peers** (%d objects as IPC files, %v per request; remote_segments' throughput as a multiple of the peer's, per round): %s.\n", len(files.keys), *latency, strings.Join(goal, "; "))
 }
 
+// w3Split is the fault-free and the mix runs of runs, and the mix's time
+// ÷ the fault-free run's of each pair where neither failed.
+func w3Split(runs []w3Run) (clean, mix []runResult, ratios []float64) {
+	for _, r := range runs {
+		clean, mix = append(clean, r.clean), append(mix, r.mix)
+		if r.clean.err == nil && r.mix.err == nil {
+			ratios = append(ratios, r.mix.window.Seconds()/r.clean.window.Seconds())
+		}
+	}
+	return clean, mix, ratios
+}
+
 // w3PeersSection writes the peers' part of W3 (and its goal line) when
 // the run had peers.
 func (m *markdown) w3PeersSection(w, g func(string, ...any), tiny *dataset) {
-	pd := m.tinyPeers
-	if pd == nil || len(m.w3peers) == 0 {
+	if !m.hasW3Peers() {
 		return
 	}
+	pd := m.tinyPeers
 	w("### W3 for the peer engines\n\n")
 	w("The same rows for the peers, as in W2: an IPC-file copy (`%s/`, %d objects, %.1f MiB) for Polars `scanIPC` and for remote_segments on the same objects (its pipeline in the bench process with the catalog, and the DuckDB CLI with a glob), and a Lance dataset (%.1f MiB) for LanceDB; the narrow query (x only), answers checked. %d run(s) of each; each run of the mix (the same seeds as above) follows a fault-free run of the same contender and is taken as a multiple of it. A run that fails (an error, a wrong answer, or killed: after %v, or under the mix after 10× its fault-free run if that is longer) is counted and in no ratio.\n\n",
 		pd.files.name, len(pd.files.keys), float64(pd.files.bytes)/(1<<20), float64(pd.lanceSz)/(1<<20), *peerMixRuns, *peerTimeout)
 	w("| contender | reads | fault-free time | mix time | mix × fault-free | failed fault-free / mix | requests per run, mix | peak RSS MiB, mix | first failure |\n|---|---|--:|--:|--:|--:|--:|--:|---|\n")
 	var goal []string
-	keys := []struct{ key, name, reads string }{{"rs", "remote_segments (pipeline in process, catalog)", "IPC-file copy"}}
-	for _, k := range peerKinds {
-		keys = append(keys, struct{ key, name, reads string }{k.key, k.name, k.reads})
-	}
-	for _, k := range keys {
+	for _, k := range contenders() {
 		runs := m.w3peers[k.key]
 		if len(runs) == 0 {
 			continue // not run (-peers)
 		}
-		var clean, mix []runResult
-		var xs []float64
-		for _, r := range runs {
-			clean, mix = append(clean, r.clean), append(mix, r.mix)
-			if r.clean.err == nil && r.mix.err == nil {
-				xs = append(xs, r.mix.window.Seconds()/r.clean.window.Seconds())
-			}
-		}
+		clean, mix, xs := w3Split(runs)
 		med, lo, hi := medianMinMax(xs)
 		dur := func(x runResult) float64 { return float64(x.window) }
 		durText := func(rs []runResult) string {
@@ -183,6 +184,9 @@ func (m *markdown) w3PeersSection(w, g func(string, ...any), tiny *dataset) {
 		goal = append(goal, line)
 	}
 	w("\n")
+	if *w3SVG != "" {
+		w("![W3 for the peers: the mix × fault-free and peak RSS](%s)\n\n*Each contender's time under the fault mix as a multiple of its fault-free time, and its peak RSS under the mix (medians of the runs above).*\n\n", benchsvg.Link(*w3SVG))
+	}
 	g("- **W3 for the peers** (the mix's time × the same contender's fault-free time, %d run(s) of each): %s.\n", *peerMixRuns, strings.Join(goal, "; "))
 }
 
@@ -209,8 +213,7 @@ func (m *markdown) inflightSVG(d *dataset) string {
 	const W, left, top0, panelH = 900, 60, 60, 260
 	height := top0 + panelH + 50
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	benchsvg.Begin(&b, W, height)
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15">W2: requests in flight at the proxy, %d objects × ~%.0f KiB, %v per request, max_parallel_io %d (round %d of %d)</text>`+"\n",
 		left, len(d.keys), float64(d.bytes)/float64(len(d.keys))/1024, *latency, top.p, round+1, len(top.narrow))
 	var tmax float64

@@ -35,7 +35,7 @@ var (
 	scriptsDir  = flag.String("scripts", "test/bench/peers", "the peers' node scripts")
 	peerMixRuns = flag.Int("peer-mix-runs", 3, "runs of each peer (and of remote_segments on the IPC-file copy) fault-free and under the W3 fault mix")
 	peerTimeout = flag.Duration("peer-timeout", 2*time.Minute, "a peer run that takes longer is killed and counted as failed (under the W3 mix: longer than this or 10× its fault-free run, whichever is more)")
-	peerList    = flag.String("peers", "cli,polars,lance", "which contenders beside the in-process scan run on W2 and W3 with -node")
+	peerList    = flag.String("peers", "cli,cli64,polars,lance", "which contenders beside the in-process scan run on W2 and W3 with -node (cli64: the DuckDB CLI at memory_budget 64MiB)")
 	duckdbCLI   = flag.String("duckdb", ".tools/bin/duckdb", "DuckDB CLI, for remote_segments in its own process beside the peers")
 	extPath     = flag.String("ext", "build/release/remote_segments.duckdb_extension", "the extension, for the same")
 )
@@ -55,6 +55,7 @@ type peerKind struct {
 
 var peerKinds = []peerKind{
 	{"cli", "remote_segments in the DuckDB CLI (glob)", "IPC-file copy"},
+	{"cli64", "remote_segments in the DuckDB CLI (glob, memory_budget 64MiB)", "IPC-file copy"},
 	{"polars", "Polars scanIPC (streaming)", "IPC-file copy"},
 	{"lance", "LanceDB query().execute()", "Lance dataset"},
 }
@@ -103,16 +104,20 @@ func (b *bench) nodeCmd(ctx context.Context, endpoint string, args ...string) *e
 }
 
 // cliCmd is the DuckDB CLI with the extension, scanning glob on the S3
-// endpoint and printing the answer as a RESULT line.
-func (b *bench) cliCmd(ctx context.Context, endpoint, glob string, wide bool) *exec.Cmd {
+// endpoint and printing the answer as a RESULT line; budget is the scan's
+// memory_budget ("": the adaptive default).
+func (b *bench) cliCmd(ctx context.Context, endpoint, glob string, wide bool, budget string) *exec.Cmd {
 	ext, _ := filepath.Abs(*extPath)
 	sel := "printf('RESULT rows=%d sum_x=%d', count(*), CAST(sum(x) AS BIGINT))"
 	if wide {
 		sel = "printf('RESULT rows=%d sum_x=%d sum_i=%d sum_d=%.2f true_b=%d len_s=%d', count(*), CAST(sum(x) AS BIGINT), " +
 			"CAST(sum(i) AS BIGINT), sum(d), count_if(b), CAST(sum(strlen(s)) AS BIGINT))"
 	}
-	sql := fmt.Sprintf("SELECT %s FROM remote_segments('%s', s3_endpoint := '%s', s3_access_key_id := '%s', s3_secret_access_key := '%s', s3_region := '%s', s3_url_style := 'path');",
-		sel, glob, endpoint, b.srv.AccessKey, b.srv.SecretKey, b.srv.Region)
+	if budget != "" {
+		budget = fmt.Sprintf(", memory_budget := '%s'", budget)
+	}
+	sql := fmt.Sprintf("SELECT %s FROM remote_segments('%s', s3_endpoint := '%s', s3_access_key_id := '%s', s3_secret_access_key := '%s', s3_region := '%s', s3_url_style := 'path'%s);",
+		sel, glob, endpoint, b.srv.AccessKey, b.srv.SecretKey, b.srv.Region, budget)
 	cmd := exec.CommandContext(ctx, *duckdbCLI, "-unsigned", "-csv", "-noheader", "-c", "LOAD '"+ext+"';", "-c", sql)
 	cmd.Env = append(os.Environ(), "DUCKDB_AGENT_MODE=0")
 	return cmd
@@ -151,8 +156,12 @@ func (b *bench) peer(kind string, pd *peerData, cfg faultproxy.Config, wide bool
 	defer cancel()
 	var cmd *exec.Cmd
 	switch kind {
-	case "cli":
-		cmd = b.cliCmd(ctx, proxy.URL, "s3://bench/"+pd.files.name+"/chunks/**/*.arrow", wide)
+	case "cli", "cli64":
+		budget := ""
+		if kind == "cli64" {
+			budget = "64MiB"
+		}
+		cmd = b.cliCmd(ctx, proxy.URL, "s3://bench/"+pd.files.name+"/chunks/**/*.arrow", wide, budget)
 	case "polars":
 		cmd = b.nodeCmd(ctx, proxy.URL, "polars.mjs", mode, "s3://bench/"+pd.files.name+"/chunks/*/*.arrow")
 	case "lance":
@@ -234,10 +243,8 @@ func (b *bench) table2Peers(pd *peerData) {
 	for run := range *peerMixRuns {
 		clean := faultproxy.Config{Latency: *latency}
 		mix := faultproxy.Config{Latency: *latency, SlowDown: 0.05, Reset: 0.01, Stall: 0.01, StallFor: 5 * time.Second, Seed: uint64(100 + run)}
-		for _, k := range []string{"rs", "cli", "polars", "lance"} {
-			if k != "rs" && !peerOn(k) {
-				continue
-			}
+		for _, ck := range contenders() {
+			k := ck.key
 			var c, m runResult
 			if k == "rs" {
 				c, m = b.scan(pd.files, clean, 64, []int{0}), b.scan(pd.files, mix, 64, []int{0})
@@ -254,11 +261,32 @@ func (b *bench) table2Peers(pd *peerData) {
 				if r.err != nil {
 					return "FAILED (" + r.err.Error() + ")"
 				}
-				return fmt.Sprintf("%v, %d requests, RSS %s", r.window.Round(time.Millisecond), r.requests, rssText(r.rss))
+				return fmt.Sprintf("%v, %d requests, RSS %s%s", r.window.Round(time.Millisecond), r.requests, rssText(r.rss), wallText(r))
 			}
 			fmt.Printf("  run %d %-7s fault-free %s; mix %s\n", run+1, k, state(c), state(m))
 		}
 	}
+}
+
+// contenders are remote_segments' pipeline in this process (key "rs", on
+// the IPC-file copy) and the peer kinds -peers names, in the tables' order.
+func contenders() []peerKind {
+	ks := []peerKind{{"rs", "remote_segments (pipeline in process, catalog)", "IPC-file copy"}}
+	for _, k := range peerKinds {
+		if peerOn(k.key) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// wallText is a peer process's wall time, start-up included: what its run
+// adds to the bench's time ("" for what runs in this process).
+func wallText(r runResult) string {
+	if r.wall == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", process %.2fs", r.wall.Seconds())
 }
 
 func rssText(n int64) string {

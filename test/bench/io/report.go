@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/remote-segments/remote_segments/test/bench/benchsvg"
 )
 
 // markdown collects what -md writes: the W2 and W3 sections of
@@ -147,10 +149,7 @@ func (m *markdown) write(path string, mid, tiny *dataset) error {
 				medianOf(l.narrow, func(x runResult) float64 { return float64(x.stats.ProjectionSaved) / (1 << 20) }))
 		}
 		if *svgPath != "" {
-			link := "@/" + *svgPath // relative to the repository's root (test/bench/peers)
-			if filepath.IsAbs(*svgPath) {
-				link = *svgPath
-			}
+			link := benchsvg.Link(*svgPath)
 			w("Requests in flight over time at the proxy while remote_segments (the narrow query), the nested `buffered(k)` design and the raw loop read the W2 objects above at max_parallel_io %d (one round: the one with the median narrow ratio):\n\n![requests in flight over time at the proxy, W2](%s)\n\n", top.p, link)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/remote-segments/remote_segments/test/bench/benchsvg"
 )
 
 type report struct {
@@ -369,48 +371,24 @@ func modVersion(path string) string {
 	return "?"
 }
 
-// barsSVG draws two panels of horizontal bars, hand-written: throughput
-// (median, with the min–max spread as a whisker) and peak RSS per contender.
+// barsSVG draws two panels of horizontal bars: throughput (median, with
+// the min–max spread as a whisker) and peak RSS per contender.
 func barsSVG(rows []row, when time.Time, label string, d *dataset) string {
-	const W, labelW, panelW, gap, barH, rowH, top = 1000, 290, 300, 50, 16, 24, 56
-	H := top + len(rows)*rowH + 40
-	colors := map[string]string{"rs": "#1f5fbf", "go": "#8a8a8a", "duck": "#3a9a4a", "peer": "#e07b00"}
-	maxSpeed, maxRSS := 1.0, 1.0
+	c := benchsvg.Chart{
+		Title: fmt.Sprintf("W1: %s in %d Arrow IPC chunks on versitygw (127.0.0.1), sums over every column (%s run, %s UTC)",
+			mib(d.IPCBytes), d.Chunks, label, when.Format("2006-01-02 15:04")),
+		Panels: []benchsvg.Panel{
+			{Title: "MiB/s, higher is better (median; line: min–max)"},
+			{Title: "peak RSS MiB, lower is better (median)", Opacity: 0.7},
+		},
+		Groups: []benchsvg.Group{
+			{Key: "rs", Name: "remote_segments", Colour: benchsvg.ColourRS}, {Key: "go", Name: "Go: ceiling and replaced designs", Colour: benchsvg.ColourGo},
+			{Key: "duck", Name: "DuckDB on local files", Colour: benchsvg.ColourDuck}, {Key: "peer", Name: "peer engines", Colour: benchsvg.ColourPeer},
+		},
+	}
 	for _, x := range rows {
-		maxSpeed, maxRSS = max(maxSpeed, x.hi), max(maxRSS, x.rssHi)
+		c.Rows = append(c.Rows, benchsvg.Row{Name: x.ct.name, Group: x.ct.group,
+			Bars: [][]benchsvg.Bar{{{Value: x.mibps, Lo: x.lo, Hi: x.hi}}, {{Value: x.rss}}}})
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="20" font-size="15">W1: %s in %d Arrow IPC chunks on versitygw (127.0.0.1), sums over every column (%s run, %s UTC)</text>`+"\n",
-		mib(d.IPCBytes), d.Chunks, label, when.Format("2006-01-02 15:04"))
-	x1 := labelW
-	x2 := labelW + panelW + gap
-	fmt.Fprintf(&b, `<text x="%d" y="%d">MiB/s, higher is better (median; line: min–max)</text>`+"\n", x1, top-10)
-	fmt.Fprintf(&b, `<text x="%d" y="%d">peak RSS MiB, lower is better (median)</text>`+"\n", x2, top-10)
-	for i, x := range rows {
-		y := top + i*rowH
-		c := colors[x.ct.group]
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", labelW-8, y+barH-3, xmlEscape(x.ct.name))
-		sw := x.mibps / maxSpeed * panelW
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", x1, y, sw, barH, c)
-		lo, hi := float64(x1)+x.lo/maxSpeed*panelW, float64(x1)+x.hi/maxSpeed*panelW
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="black"/>`+"\n", lo, hi, y+barH/2, y+barH/2)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.0f</text>`+"\n", max(float64(x1)+sw, hi)+4, y+barH-3, x.mibps)
-		rw := x.rss / maxRSS * panelW
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s" fill-opacity="0.7"/>`+"\n", x2, y, rw, barH, c)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.0f</text>`+"\n", float64(x2)+rw+4, y+barH-3, x.rss)
-	}
-	ly := top + len(rows)*rowH + 20
-	lx := 10
-	for _, g := range []struct{ key, name string }{{"rs", "remote_segments"}, {"go", "Go: ceiling and replaced designs"}, {"duck", "DuckDB on local files"}, {"peer", "peer engines"}} {
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", lx, ly-10, colors[g.key], lx+16, ly, g.name)
-		lx += 40 + 7*len(g.name)
-	}
-	b.WriteString("</svg>\n")
-	return b.String()
-}
-
-func xmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return c.SVG()
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/remote-segments/remote_segments/test/bench/benchsvg"
 	"github.com/remote-segments/remote_segments/test/s3server"
 )
 
@@ -287,8 +288,7 @@ func sweepSVG(results map[string][]sweepPoint, size int64) string {
 	yRate := func(v float64) float64 { return H - B - (H-B-T)*v/(maxRate*1.1) }
 	yRSS := func(v float64) float64 { return H - B - (H-B-T)*v/(maxRSS*1.1) }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	benchsvg.Begin(&b, W, H)
 	fmt.Fprintf(&b, `<text x="%d" y="18">remote_segments budget sweep, %.2f GiB: median MiB/s (solid, min–max bars, left axis), slow consumer's median peak RSS (dashed, right axis)</text>`+"\n", L-60, float64(size)/(1<<30))
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", L, H-B, W-R, H-B)
 	for _, c := range []float64{64, 128, 256, 512, 768, 1024} {
@@ -374,11 +374,7 @@ func sweepMarkdown(results map[string][]sweepPoint, size int64, svgPath string) 
 			mib(s.worstSlow), verdict(s.worstSlow <= 200<<20))
 	}
 	if svgPath != "" {
-		link := "@/" + svgPath // relative to the repository's root (test/bench/peers)
-		if filepath.IsAbs(svgPath) {
-			link = svgPath
-		}
-		w("![throughput and peak RSS against the budget](%s)\n\n", link)
+		w("![throughput and peak RSS against the budget](%s)\n\n", benchsvg.Link(svgPath))
 	}
 	return goals.String() + "<!-- sections -->\n" + body.String()
 }
