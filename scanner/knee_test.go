@@ -9,19 +9,20 @@ import (
 // TestKneeProbeJudges: the probe's decisions over made-up windows. The
 // warm-up window is never the baseline; a raise stays only when the
 // windows after it are kneeGain faster kneeVerdicts times in a row, and a
-// raise undone freezes the probe.
+// raise undone freezes the probe; a store without latency gets no trial.
 func TestKneeProbeJudges(t *testing.T) {
 	const mib = 1 << 20
 	t0 := time.Unix(0, 0)
 	// run feeds one look per window of kneeWindow: rates[i] MiB/s, a wait
 	// in every window, IO free. It returns the caps set (0: none).
+	latency := true
 	run := func(rates ...float64) ([]int64, *kneeProbe) {
 		k := &kneeProbe{step: 10 * mib}
 		capNow, wire := int64(64*mib), int64(0)
-		got := []int64{k.look(kneeLook{now: t0, cap: capNow, limit: 1 << 30, ioFree: true})}
+		got := []int64{k.look(kneeLook{now: t0, cap: capNow, limit: 1 << 30, ioFree: true, latency: latency})}
 		for i, r := range rates {
 			wire += int64(r * mib * kneeWindow.Seconds())
-			c := k.look(kneeLook{now: t0.Add(time.Duration(i+1) * kneeWindow), wire: wire, waits: int64(i + 1), cap: capNow, limit: 1 << 30, ioFree: true})
+			c := k.look(kneeLook{now: t0.Add(time.Duration(i+1) * kneeWindow), wire: wire, waits: int64(i + 1), cap: capNow, limit: 1 << 30, ioFree: true, latency: latency})
 			if c > 0 {
 				capNow = c
 			}
@@ -49,5 +50,12 @@ func TestKneeProbeJudges(t *testing.T) {
 	want = []int64{0, 0, 74 * mib, 0, 84 * mib, 74 * mib}
 	if fmt.Sprint(got) != fmt.Sprint(want) || k.raises.Load() != 2 {
 		t.Errorf("paying raise: caps %v, want %v (raises %d)", got, want, k.raises.Load())
+	}
+	// A store without latency to hide (local files): no trial at all.
+	latency = false
+	got, k = run(1000, 1000, 1200, 1200, 1250)
+	want = []int64{0, 0, 0, 0, 0, 0}
+	if fmt.Sprint(got) != fmt.Sprint(want) || k.raises.Load() != 0 {
+		t.Errorf("no latency: caps %v, want %v (raises %d)", got, want, k.raises.Load())
 	}
 }

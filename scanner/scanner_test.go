@@ -618,8 +618,8 @@ func (a *liveAllocator) Free(b []byte) {
 // budget's peak is within 10 % of the peak of the bytes the scan really
 // holds: its pooled buffers (fetched chunks, large decoded buffers) and
 // what its allocator holds. Both are sampled together, continuously, while
-// the scan runs. Chunks alternate between the IPC file (zero-copy) and
-// stream (decoded) formats.
+// the scan runs. Chunks alternate between the IPC file and stream formats
+// (both decoded zero-copy, their buffers in the fetched bytes).
 func TestBudgetTellsTheTruth(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := datagen.Write(dir, datagen.Spec{Segments: 4, ChunksPerSegment: 8, RowsPerChunk: 20000, BatchesPerChunk: 4, Seed: 5}); err != nil {
