@@ -13,8 +13,9 @@ import (
 // most that keeps IO and decoding busy as far as can be known before the
 // scan runs. It is the largest of floor (0: budget.DefaultMin), a chunk
 // being consumed and the next one fetched (largest is the largest chunk's
-// wire estimate), and min(max_parallel_io, kneeParallelism) requests of
-// up to request_size in flight. From there the cap grows only where that
+// wire estimate), and min(parallelism, kneeParallelism) requests of up to
+// request_size in flight (Start passes 0 where the store has no latency
+// for them to hide). From there the cap grows only where that
 // is measured to pay (kneeProbe): a bigger budget is otherwise only memory
 // the pool must fault in instead of reusing (measured on local files and
 // versitygw: 128 MiB, 512 MiB and 1 GiB budgets were slower than the
