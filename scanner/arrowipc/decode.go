@@ -13,7 +13,6 @@ package arrowipc
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -150,7 +149,7 @@ func decodeIPCStream(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.
 // reader as slices of data: like a file's (NewMappedFileReader), the
 // stream's uncompressed buffers then reference data instead of a copy
 // (arrow-go's own message reader reads every body into fresh memory).
-// checkIPCStream has checked the framing; the walk is the same.
+// checkIPCStream has checked the framing; both walk it with messageAt.
 type memMessages struct {
 	data []byte
 	pos  int64
@@ -163,33 +162,20 @@ func (m *memMessages) Message() (*ipc.Message, error) {
 		m.msg.Release()
 		m.msg = nil
 	}
-	left := func() int64 { return int64(len(m.data)) - m.pos }
-	if left() < 4 {
-		return nil, io.EOF // end without an end-of-stream marker
-	}
-	metaLen := int64(int32(binary.LittleEndian.Uint32(m.data[m.pos:])))
-	m.pos += 4
-	if uint32(metaLen) == 0xFFFFFFFF {
-		if left() < 4 {
-			return nil, fmt.Errorf("truncated message length at %d", m.pos)
-		}
-		metaLen = int64(int32(binary.LittleEndian.Uint32(m.data[m.pos:])))
-		m.pos += 4
-	}
-	if metaLen == 0 {
-		return nil, io.EOF
-	}
-	if metaLen < 0 || metaLen > left() {
-		return nil, fmt.Errorf("message at %d: metadata length %d beyond the data", m.pos, metaLen)
-	}
-	meta := m.data[m.pos : m.pos+metaLen]
-	m.pos += metaLen
-	parsed, err := parseMessage(fb(meta))
+	meta, next, end, err := messageAt(m.data, m.pos)
+	m.pos = next
 	if err != nil {
 		return nil, err
 	}
-	if parsed.bodyLen < 0 || parsed.bodyLen > left() {
-		return nil, fmt.Errorf("message at %d: body length %d beyond the data", m.pos-metaLen, parsed.bodyLen)
+	if end {
+		return nil, io.EOF
+	}
+	parsed, err := parseMessage(meta)
+	if err != nil {
+		return nil, err
+	}
+	if parsed.bodyLen < 0 || parsed.bodyLen > int64(len(m.data))-m.pos {
+		return nil, fmt.Errorf("message at %d: body length %d beyond the data", m.pos-int64(len(meta)), parsed.bodyLen)
 	}
 	body := m.data[m.pos : m.pos+parsed.bodyLen]
 	m.pos += parsed.bodyLen

@@ -40,37 +40,51 @@ const (
 	headerRecordBatch     = 3
 )
 
+// messageAt reads the framing of the stream message at pos: the optional
+// continuation token, the metadata length and the metadata flatbuffer.
+// next is where the metadata ends (where the walk stopped, when end or
+// err); end reports the stream's end: fewer than 4 bytes left, or a zero
+// length (the end-of-stream marker).
+func messageAt(data []byte, pos int64) (meta fb, next int64, end bool, err error) {
+	left := func() int64 { return int64(len(data)) - pos }
+	if left() < 4 {
+		return nil, pos, true, nil // end without an end-of-stream marker: arrow-go accepts it
+	}
+	metaLen := int64(int32(binary.LittleEndian.Uint32(data[pos:])))
+	pos += 4
+	if uint32(metaLen) == 0xFFFFFFFF {
+		if left() < 4 {
+			return nil, pos, false, fmt.Errorf("truncated message length at %d", pos)
+		}
+		metaLen = int64(int32(binary.LittleEndian.Uint32(data[pos:])))
+		pos += 4
+	}
+	if metaLen == 0 {
+		return nil, pos, true, nil
+	}
+	if metaLen < 0 || metaLen > left() {
+		return nil, pos, false, fmt.Errorf("message at %d: metadata length %d beyond the data", pos, metaLen)
+	}
+	return fb(data[pos : pos+metaLen]), pos + metaLen, false, nil
+}
+
 // checkIPCStream walks the messages of a stream and returns where it ended.
 func checkIPCStream(data []byte) (int64, error) {
 	pos := int64(0)
 	sawSchema := false
 	for {
-		if int64(len(data))-pos < 4 {
+		meta, next, end, err := messageAt(data, pos)
+		if err != nil {
+			return next, err
+		}
+		if end {
 			if !sawSchema {
-				return pos, fmt.Errorf("no schema message")
+				return next, fmt.Errorf("no schema message")
 			}
-			return pos, nil // end without an end-of-stream marker: arrow-go accepts it
+			return next, nil
 		}
-		metaLen := int64(int32(binary.LittleEndian.Uint32(data[pos:])))
-		pos += 4
-		if uint32(metaLen) == 0xFFFFFFFF {
-			if int64(len(data))-pos < 4 {
-				return pos, fmt.Errorf("truncated message length at %d", pos)
-			}
-			metaLen = int64(int32(binary.LittleEndian.Uint32(data[pos:])))
-			pos += 4
-		}
-		if metaLen == 0 {
-			if !sawSchema {
-				return pos, fmt.Errorf("no schema message")
-			}
-			return pos, nil
-		}
-		if metaLen < 0 || metaLen > int64(len(data))-pos {
-			return pos, fmt.Errorf("message at %d: metadata length %d beyond the data", pos, metaLen)
-		}
-		meta := fb(data[pos : pos+metaLen])
-		pos += metaLen
+		pos = next
+		metaLen := int64(len(meta))
 		kind, body, err := checkMessage(meta, int64(len(data))-pos, data[pos:])
 		if err != nil {
 			return pos, fmt.Errorf("message at %d: %v", pos-metaLen, err)
