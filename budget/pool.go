@@ -17,7 +17,6 @@ package budget
 import (
 	"math/bits"
 	"sync"
-	"unsafe"
 )
 
 // PoolMin is the smallest buffer the pool keeps. Smaller ones come from the
@@ -165,30 +164,6 @@ func (l *Lease) Buffer(n int) []byte {
 		panic("budget: Buffer on closed lease")
 	}
 	return buf
-}
-
-// Recycle gives one of the lease's buffers back to the pool before Close,
-// when the caller is done with it (a fetched chunk once decoded into other
-// memory); buf may be a reslice of it that starts at its first byte. A
-// buffer that is not the lease's (or not pooled) is ignored.
-func (l *Lease) Recycle(buf []byte) {
-	if l == nil || len(buf) == 0 {
-		return
-	}
-	b := l.b
-	b.mu.Lock()
-	var found []byte // as handed out: buf may be a reslice of it
-	for i, have := range l.bufs {
-		if unsafe.SliceData(have) == unsafe.SliceData(buf) {
-			l.bufs = append(l.bufs[:i], l.bufs[i+1:]...)
-			found = have
-			break
-		}
-	}
-	b.mu.Unlock()
-	if found != nil {
-		b.pool.put(found)
-	}
 }
 
 // Abandon closes the lease like Close, but its buffers are not reused: a
