@@ -19,11 +19,16 @@ import (
 
 // slowFiles serves dir over HTTP with a delay before every answer, counting
 // the GETs of each path, the GETs started and the most in flight at once;
-// fail, if set, answers 500 to the first GET of that path.
+// fail, if set, answers 500 to the first GET of that path; rate, if set
+// (with setRate), is the bytes per second each answer's body is sent at;
+// queue, if set (with setQueue), is added to the delay for every other GET
+// in flight when one starts (a server whose own CPU is the bottleneck).
 type slowFiles struct {
 	dir                string
 	fail               string
 	mu                 sync.Mutex
+	rate               float64
+	queue              time.Duration
 	gets               map[string]int
 	started, now, most int
 	srv                *httptest.Server
@@ -39,21 +44,52 @@ func newSlowFiles(t *testing.T, dir string, delay time.Duration) *slowFiles {
 		f.started++
 		f.now++
 		f.most = max(f.most, f.now)
+		wait := delay + time.Duration(f.now-1)*f.queue
 		f.mu.Unlock()
 		defer func() {
 			f.mu.Lock()
 			f.now--
 			f.mu.Unlock()
 		}()
-		time.Sleep(delay)
+		time.Sleep(wait)
 		if first && f.fail != "" && r.URL.Path == f.fail {
 			http.Error(w, "injected", http.StatusInternalServerError)
 			return
+		}
+		f.mu.Lock()
+		rate := f.rate
+		f.mu.Unlock()
+		if rate > 0 {
+			w = throttled{w, rate}
 		}
 		files.ServeHTTP(w, r)
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+func (f *slowFiles) setQueue(perGET time.Duration) {
+	f.mu.Lock()
+	f.queue = perGET
+	f.mu.Unlock()
+}
+
+func (f *slowFiles) setRate(bytesPerSecond float64) {
+	f.mu.Lock()
+	f.rate = bytesPerSecond
+	f.mu.Unlock()
+}
+
+// throttled sends a body at rate bytes per second. (It hides the
+// ResponseWriter's ReadFrom, so that the file server writes through Write.)
+type throttled struct {
+	http.ResponseWriter
+	rate float64
+}
+
+func (w throttled) Write(p []byte) (int, error) {
+	time.Sleep(time.Duration(float64(len(p)) / w.rate * float64(time.Second)))
+	return w.ResponseWriter.Write(p)
 }
 
 // rows is a catalog of every chunk of segment s0 with its length.

@@ -82,7 +82,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 
 	var total, largest int64
 	for i := range p.Chunks {
-		n := s.wireEstimate(&p.Chunks[i])
+		n := s.wireEstimate(&p.Chunks[i], s.projected)
 		total += n
 		largest = max(largest, n)
 	}
@@ -155,13 +155,14 @@ func (p *Plan) shouldProject(fields []int) bool {
 	return float64(need) < projectionPays*float64(p.bodyLen)
 }
 
-// wireEstimate is the bytes chunk c will take on the wire.
-func (s *Scan) wireEstimate(c *Chunk) int64 {
+// wireEstimate is the bytes chunk c will take on the wire, read whole or,
+// if project, only the scan's fields.
+func (s *Scan) wireEstimate(c *Chunk, project bool) int64 {
 	n := c.WireLength()
 	if n < 0 {
 		n = s.estimate
 	}
-	if s.projected && s.plan.bodyLen > 0 {
+	if project && s.plan.bodyLen > 0 {
 		var need int64
 		for _, f := range s.fields {
 			need += s.plan.colBytes[f]
@@ -210,20 +211,27 @@ func (s *Scan) planChunks() {
 			return
 		}
 		c := &s.plan.Chunks[i]
-		lease, err := s.budget.Reserve(s.ctx, s.wireEstimate(c))
+		// Decided before the reservation, so that it is for the bytes
+		// the chunk will be read in: a chunk the cost model reads whole
+		// under a reservation for its fields would take several times
+		// its share (versitygw under a scan's own load, sum of one
+		// column of four: budget_peak 1.5-2.5x the cap).
+		project := s.chunkProjects(c)
+		lease, err := s.budget.Reserve(s.ctx, s.wireEstimate(c, project))
 		if err != nil {
 			<-s.slots
 			return // cancelled: Close or an earlier failure
 		}
 		s.trace.budget(s.budget)
 		s.wg.Add(1)
-		go s.runChunk(i, lease)
+		go s.runChunk(i, lease, project)
 	}
 }
 
-// runChunk fetches and decodes chunk i, commits its measured size and
-// queues its batches; on any failure it refunds the lease and fails the scan.
-func (s *Scan) runChunk(i int, lease *budget.Lease) {
+// runChunk fetches and decodes chunk i (if project, only the scan's
+// fields), commits its measured size and queues its batches; on any
+// failure it refunds the lease and fails the scan.
+func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	defer s.wg.Done()
 	defer func() { <-s.slots }()
 	defer s.guard()
@@ -231,7 +239,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 	// Buffers above budget.PoolMin, fetched or decoded, come from the
 	// budget's pool: memory earlier chunks already faulted in.
 	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease}
-	batches, cols, retained, err := s.load(c, mem)
+	batches, cols, retained, err := s.load(c, mem, project)
 	if err != nil {
 		// A failed fetch may still be writing into the lease's buffer.
 		lease.Abandon()
@@ -276,11 +284,12 @@ func (s *Scan) runChunk(i int, lease *budget.Lease) {
 	s.ready.put(i, out)
 }
 
-// load reads chunk c and decodes it with mem. It returns the batches, the
-// field → column map for them (nil: the plan's schema), and the wire bytes
-// the batches keep referencing (zero-copy decode).
-func (s *Scan) load(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
-	if s.chunkProjects(c) {
+// load reads chunk c, if project only the scan's fields, and decodes it
+// with mem. It returns the batches, the field → column map for them (nil:
+// the plan's schema), and the wire bytes the batches keep referencing
+// (zero-copy decode).
+func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool) ([]arrow.RecordBatch, []int, int64, error) {
+	if project {
 		return s.loadColumns(c, mem)
 	}
 	return s.loadWhole(c, mem)

@@ -817,7 +817,7 @@ func largestChunk(t *testing.T, scan *Scan) int64 {
 	t.Helper()
 	var n int64
 	for i := range scan.plan.Chunks {
-		n = max(n, scan.wireEstimate(&scan.plan.Chunks[i]))
+		n = max(n, scan.wireEstimate(&scan.plan.Chunks[i], scan.projected))
 	}
 	return n
 }
