@@ -182,3 +182,33 @@ func TestModel(t *testing.T) {
 		t.Fatalf("after a small GET: %+v", g)
 	}
 }
+
+// TestModelFloor: Floor is the shortest time to headers of the current
+// epoch and the one before, whatever queueing raised the EMA to since, and
+// forgets what is older.
+func TestModelFloor(t *testing.T) {
+	var m model
+	if g := m.get(); g.Floor != priorLatency {
+		t.Fatalf("empty model: Floor %v, want the prior %v", g.Floor, priorLatency)
+	}
+	t0 := time.Unix(1000, 0)
+	m.addAt(t0, 3*time.Millisecond, 4*time.Millisecond, 100) // bind: few requests in flight
+	for i := range 200 {                                     // the scan: its own requests queue
+		m.addAt(t0.Add(time.Duration(i)*time.Millisecond), 47*time.Millisecond, 50*time.Millisecond, 100)
+	}
+	if g := m.get(); g.Floor != 3*time.Millisecond || g.Latency < 40*time.Millisecond {
+		t.Fatalf("after queueing: %+v, want Floor 3ms under a Latency near 47ms", g)
+	}
+	m.addAt(t0.Add(floorEpoch), 40*time.Millisecond, 41*time.Millisecond, 100)
+	if g := m.get(); g.Floor != 3*time.Millisecond {
+		t.Fatalf("one epoch later: Floor %v, want the last epoch's 3ms", g.Floor)
+	}
+	m.addAt(t0.Add(2*floorEpoch), 30*time.Millisecond, 31*time.Millisecond, 100)
+	if g := m.get(); g.Floor != 30*time.Millisecond {
+		t.Fatalf("two epochs later: Floor %v, want 30ms (3ms is two epochs old; 40ms is above 30ms)", g.Floor)
+	}
+	m.addAt(t0.Add(5*floorEpoch), 35*time.Millisecond, 36*time.Millisecond, 100)
+	if g := m.get(); g.Floor != 35*time.Millisecond {
+		t.Fatalf("after an idle epoch: Floor %v, want 35ms alone", g.Floor)
+	}
+}

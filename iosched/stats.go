@@ -196,8 +196,17 @@ func (c *latencyClass) p95() time.Duration {
 // waits for the store's answer (its headers), and how fast one GET's body
 // then arrives.
 // Callers weigh extra round trips against bytes with it.
+//
+// Floor is the shortest time to headers of the GETs measured in the
+// current floorEpoch and the one before it: the store's round trip without
+// the queueing the scans' own requests add, as a TCP sender takes the
+// smallest RTT for the path's. Latency rises with the load, Floor does not:
+// versitygw on the same 2 cores answers bind's GETs in under 1 ms and,
+// under a scan's 64, in 47 ms (the EMA), and more requests in flight there
+// only queue longer.
 type Model struct {
 	Latency   time.Duration // time to the answer's headers (an EMA)
+	Floor     time.Duration // the store's round trip (before any GET: Latency's prior)
 	Bandwidth float64       // body bytes per second of one GET (an EMA over GETs of at least modelMinBytes)
 	Samples   int64         // GETs measured
 }
@@ -208,6 +217,11 @@ const (
 	priorBandwidth = 100e6
 	modelMinBytes  = 32 << 10 // smaller bodies say more about latency than bandwidth
 	modelAlpha     = 0.1
+	// floorEpoch is how long a shortest time to headers counts for Floor
+	// (at least one epoch, at most two): long enough to span a scan's
+	// bind, which waits for few requests, and the scan after it, short
+	// enough to forget a path that changed.
+	floorEpoch = 10 * time.Second
 )
 
 // model learns a Model from finished GETs.
@@ -215,17 +229,35 @@ type model struct {
 	mu sync.Mutex
 	m  Model
 	bw int64 // bandwidth samples
+	// The shortest time to headers of the current floor epoch (begun at
+	// epoch) and of the one before it; 0: none measured.
+	epoch             time.Time
+	minNow, minBefore time.Duration
 }
 
 // add learns from a GET whose headers came after headers and whose n body
 // bytes were all in after total.
 func (l *model) add(headers, total time.Duration, n int64) {
+	l.addAt(time.Now(), headers, total, n)
+}
+
+// addAt is add for a GET that ended at now.
+func (l *model) addAt(now time.Time, headers, total time.Duration, n int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m.Samples == 0 {
 		l.m.Latency = headers
 	} else {
 		l.m.Latency += time.Duration(modelAlpha * float64(headers-l.m.Latency))
+	}
+	if gap := now.Sub(l.epoch); gap >= floorEpoch {
+		l.epoch, l.minBefore, l.minNow = now, l.minNow, 0
+		if gap >= 2*floorEpoch {
+			l.minBefore = 0 // no GET for more than an epoch: the last one is stale too
+		}
+	}
+	if l.minNow == 0 || headers < l.minNow {
+		l.minNow = max(headers, 1)
 	}
 	l.m.Samples++
 	if body := total - headers; n >= modelMinBytes && body > 0 {
@@ -245,6 +277,13 @@ func (l *model) get() Model {
 	m := l.m
 	if m.Samples == 0 {
 		m.Latency = priorLatency
+	}
+	m.Floor = m.Latency
+	if l.minNow > 0 {
+		m.Floor = l.minNow
+	}
+	if l.minBefore > 0 {
+		m.Floor = min(m.Floor, l.minBefore)
 	}
 	if l.bw == 0 {
 		m.Bandwidth = priorBandwidth

@@ -49,19 +49,23 @@ const kneeGain = 1.10
 // nothing and cost 30 MiB of RSS).
 const kneeVerdicts = 2
 
-// kneeMinLatency is the store latency (time to an answer's headers, as
-// the scheduler measures it) below which the probe never raises the cap:
-// more chunks in flight hide round trips, and below a few milliseconds
-// there are none to hide (local files, a server on the same machine), while
-// each trial costs a largest chunk of freshly faulted memory (local files,
-// 1.02 GiB in 31 MB chunks: peak RSS 152 MiB with a trial that was undone,
-// 123 MiB at the knee).
+// kneeMinLatency is the store's round trip (iosched.Model.Floor, the
+// shortest time to an answer's headers lately) below which the knee counts
+// no requests in flight and the probe never raises the cap: more chunks in
+// flight hide round trips, and below a few milliseconds there are none to
+// hide (local files, a server on the same machine), while each trial costs
+// a largest chunk of freshly faulted memory (local files, 1.02 GiB in 31
+// MB chunks: peak RSS 152 MiB with a trial that was undone, 123 MiB at the
+// knee). Not the average time to headers: versitygw on the same 2 cores
+// answers a lone GET in under 1 ms and, under a scan's 64, in 47 ms (an
+// EMA); more requests in flight only queue longer there (W4 on S3: raises
+// bought nothing and cost 30-90 MiB of RSS).
 const kneeMinLatency = 5 * time.Millisecond
 
 // kneeProbe grows a scan's cap from the knee while that is measured to
 // pay. When a consumer finds nothing ready, a chunk has waited for memory
 // in the last window, the IO scheduler has free slots and the store's
-// latency is at least kneeMinLatency, the budget may be what keeps DuckDB
+// round trip is at least kneeMinLatency, the budget may be what keeps DuckDB
 // waiting: the cap grows by a largest chunk, and the
 // rate at which chunks arrive is compared over the windows before and
 // after. The first window of a scan is its warm-up (decoders and IO
@@ -92,7 +96,7 @@ type kneeLook struct {
 	wire, waits int64 // the scan's wire bytes and its budget's waits so far
 	cap, limit  int64 // the budget's cap and how far it may grow
 	ioFree      bool  // the IO scheduler has slots the scan could use
-	latency     bool  // the store's latency is at least kneeMinLatency
+	latency     bool  // the store's round trip is at least kneeMinLatency
 }
 
 // look advances the probe and returns the cap to set (0: leave it).
@@ -147,7 +151,7 @@ func (s *Scan) starved() {
 	}
 	st, io, m := s.budget.Stats(), s.sched.Stats(), s.sched.Model()
 	newCap := s.knee.look(kneeLook{now: now, wire: s.wire.Load(), waits: st.Waits, cap: st.Cap, limit: s.limit,
-		ioFree: io.InFlight+io.Queued < s.share(io.Limit), latency: m.Samples > 0 && m.Latency >= kneeMinLatency})
+		ioFree: io.InFlight+io.Queued < s.share(io.Limit), latency: m.Samples > 0 && m.Floor >= kneeMinLatency})
 	if newCap > 0 {
 		s.budget.SetCap(newCap)
 	}

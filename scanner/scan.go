@@ -124,12 +124,13 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	s.hold, s.sched, s.ioStart = hold, sched, sched.Stats()
 	s.knee.step = max(largest, 1<<20)
-	// Requests in flight hide round trips; where the store answered bind in
-	// under kneeMinLatency there are none to hide, and the knee is the
-	// chunks' alone (versitygw on this machine, W4: 64 and 128 MiB equally
-	// fast, 127 against 194-216 MiB of RSS).
+	// Requests in flight hide round trips; where the store's round trip
+	// (Model.Floor: bind's GETs are in it) is under kneeMinLatency there
+	// are none to hide, and the knee is the chunks' alone (versitygw on
+	// this machine, W4: 64 and 128 MiB equally fast, 127 against 194-216
+	// MiB of RSS).
 	parallel := s.share(s.ioStart.Parallelism)
-	if m := sched.Model(); m.Samples > 0 && m.Latency < kneeMinLatency {
+	if m := sched.Model(); m.Samples > 0 && m.Floor < kneeMinLatency {
 		parallel = 0
 	}
 	s.budget.SetCap(min(capacity, knee(largest, parallel, p.cfg.RequestSize, p.cfg.kneeFloor)))

@@ -812,6 +812,36 @@ func TestBudgetKneeGrows(t *testing.T) {
 	}
 }
 
+// TestKneeIgnoresQueueing: a store that answers a lone GET at once and
+// each GET later the more of them are in flight (versitygw on the scan's
+// own 2 cores: 2-5 ms at bind, 47 ms under the scan) has no round trips
+// for a bigger budget to hide: the cap never grows, though consumers starve
+// and the answers' time to headers is far above kneeMinLatency. Before the
+// probe looked at iosched.Model.Floor, the same scan raised its cap.
+func TestKneeIgnoresQueueing(t *testing.T) {
+	dir := t.TempDir()
+	stats, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 48, RowsPerChunk: 2000, BatchesPerChunk: 2, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newSlowFiles(t, dir, 0)
+	f.setQueue(2 * time.Millisecond)
+	// As TestBudgetKneeGrows: the knee is two chunks, and IO slots are free.
+	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 48), MemoryBudget: 1 << 30, MaxParallelIO: 64, RequestSize: 64 << 10, kneeFloor: 1}, nil)
+	got, _ := drain(t, scan, 2, 0)
+	scan.Close()
+	if got["s0"] != stats[0].Rows {
+		t.Errorf("rows %d, want %d", got["s0"], stats[0].Rows)
+	}
+	m := scan.sched.Model()
+	if st := scan.Stats(); st.CapRaises != 0 || st.Budget.Cap != knee(largestChunk(t, scan), 0, 0, 1) {
+		t.Errorf("cap %d after %d raises, want the knee %d and none (model %+v)", st.Budget.Cap, st.CapRaises, knee(largestChunk(t, scan), 0, 0, 1), m)
+	}
+	if m.Latency < kneeMinLatency {
+		t.Errorf("time to headers %v under the scan: the store did not queue, the test shows nothing", m.Latency)
+	}
+}
+
 // largestChunk is the largest chunk length of scan's plan.
 func largestChunk(t *testing.T, scan *Scan) int64 {
 	t.Helper()
