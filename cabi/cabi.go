@@ -481,6 +481,9 @@ func (t *threadState) describeData(d *C.rs_col, typ *colType, a arrow.ArrayData)
 	case kindUTF8:
 		d.offsets = t.pinBuffer(bufs[1])
 		d.data = (*C.uint8_t)(t.pinBuffer(bufs[2]))
+		if bufs[2] != nil {
+			d.length = C.int64_t(bufs[2].Len())
+		}
 	case kindList:
 		d.offsets = t.pinBuffer(bufs[1])
 		t.describeChildren(d, typ.children, a.Children())

@@ -53,7 +53,7 @@ typedef struct rs_col {
 	int32_t signed_index;      // RS_DICT: the indices are signed
 	int64_t unit;              // RS_SCALE_I64, RS_I32_TO_I64, RS_DURATION: see scale()
 	int64_t base;              // Arrow offset of the array
-	int64_t length;            // RS_CONST_STR: string length
+	int64_t length;            // RS_CONST_STR: string length; RS_UTF8: the character buffer's length
 	const uint8_t *data;       // values / chars / the constant string / indices
 	const void *offsets;       // RS_UTF8, RS_LIST offsets
 	const uint8_t *validity;   // Arrow validity bitmap, or NULL when there are no nulls

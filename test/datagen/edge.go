@@ -23,6 +23,11 @@ var EdgeViewStrings = []string{"", "a", "abc", "abc", "twelve bytes", "a"}
 //	                    no offsets buffer, then a batch of three rows
 //	escape.csv          a catalog whose row leaves edge/ (../bad/...): a
 //	                    sandbox that admits edge/ must refuse its chunk
+//	strings/short.arrow string and large_string columns of every length from
+//	                    0 to 13, each followed in the character buffer by
+//	                    other bytes and the shortest last (see
+//	                    ShortStrings): a string of up to 12 bytes must come
+//	                    out without the bytes that follow it
 func WriteEdgeInputs(dir string) error {
 	edge := filepath.Join(dir, "edge")
 	if err := os.MkdirAll(edge, 0o755); err != nil {
@@ -34,7 +39,50 @@ func WriteEdgeInputs(dir string) error {
 	if err := os.WriteFile(filepath.Join(edge, "escape.csv"), []byte("url\nview-padding.arrow\n../bad/mismatch/a.arrow\n"), 0o644); err != nil {
 		return err
 	}
+	// In a directory of its own: the sandbox tests count edge/*.arrow.
+	if err := os.MkdirAll(filepath.Join(edge, "strings"), 0o755); err != nil {
+		return err
+	}
+	if err := writeShortStrings(filepath.Join(edge, "strings", "short.arrow")); err != nil {
+		return err
+	}
 	return writeEmptyBatch(filepath.Join(edge, "empty-batch.arrow"))
+}
+
+// ShortStrings are the rows of edge/strings/short.arrow: the prefixes of
+// "abcdefghijklm" from 13 bytes down to none, then from 1 byte up to 13, then
+// from 13 down to 1 again, so that the last strings end the character
+// buffer and the others are followed by more letters; and a null.
+func ShortStrings() []string {
+	const letters = "abcdefghijklm"
+	var out []string
+	for k := len(letters); k >= 0; k-- {
+		out = append(out, letters[:k])
+	}
+	for k := 1; k <= len(letters); k++ {
+		out = append(out, letters[:k])
+	}
+	for k := len(letters); k >= 1; k-- {
+		out = append(out, letters[:k])
+	}
+	return out
+}
+
+func writeShortStrings(path string) error {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "ls", Type: arrow.BinaryTypes.LargeString, Nullable: true},
+	}, nil)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer rb.Release()
+	values := ShortStrings()
+	rb.Field(0).(*array.StringBuilder).AppendValues(values, nil)
+	rb.Field(1).(*array.LargeStringBuilder).AppendValues(values, nil)
+	rb.Field(0).AppendNull()
+	rb.Field(1).AppendNull()
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	return WriteChunk(path, []arrow.RecordBatch{rec}, true)
 }
 
 func writeViewPadding(path string) error {
