@@ -1,6 +1,10 @@
 package arrowipc
 
 import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -61,4 +65,62 @@ func TestStringOffsetsChecked(t *testing.T) {
 			t.Errorf("%s: err = %v", tc.name, err)
 		}
 	}
+}
+
+// TestNonDecreasing: the offsets checked four at a time find what one at a
+// time finds, wherever in a block the bad offset sits, and overflowing
+// differences do not hide a negative or decreasing offset.
+func TestNonDecreasing(t *testing.T) {
+	check := func(name string, offs []int64) {
+		t.Helper()
+		want := -1 // the first bad position, by the definition
+		var prev int64
+		for i, v := range offs {
+			if v < prev {
+				want = i
+				break
+			}
+			prev = v
+		}
+		last, err := nonDecreasing(offs)
+		offs32 := make([]int32, len(offs))
+		fits := true
+		for i, v := range offs {
+			offs32[i] = int32(v)
+			fits = fits && int64(int32(v)) == v
+		}
+		if want < 0 {
+			if err != nil || (len(offs) > 0 && last != offs[len(offs)-1]) {
+				t.Errorf("%s: %d, %v; want the last offset and no error", name, last, err)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("offset %d ", want)) {
+			t.Errorf("%s: %v; want offset %d named", name, err, want)
+		}
+		if fits {
+			last32, err32 := nonDecreasing(offs32)
+			if (err32 == nil) != (err == nil) || (err == nil && last32 != last) {
+				t.Errorf("%s as int32: %d, %v; as int64: %d, %v", name, last32, err32, last, err)
+			}
+		}
+	}
+	check("none", nil)
+	for n := 1; n <= 11; n++ {
+		good := make([]int64, n)
+		for i := range good {
+			good[i] = int64(3 * i)
+		}
+		check(fmt.Sprintf("%d good", n), good)
+		for at := range n {
+			bad := slices.Clone(good)
+			bad[at] = -1
+			check(fmt.Sprintf("%d, negative at %d", n, at), bad)
+			if at > 0 {
+				bad = slices.Clone(good)
+				bad[at] = good[at-1] - 1
+				check(fmt.Sprintf("%d, decreasing at %d", n, at), bad)
+			}
+		}
+	}
+	check("overflowing difference", []int64{0, math.MaxInt64, math.MinInt64, 5})
+	check("int32 edge", []int64{0, math.MaxInt32, math.MaxInt32, 0})
 }
