@@ -476,8 +476,8 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 }
 
 // buffer returns t's slice of its span's buffer: the request's own Buffer
-// when the span is that one request and the Buffer is long enough, else a
-// new buffer allocated on first use. It is called once the response headers
+// when the span is that one request and the Buffer is long enough, else one
+// from the first request's Alloc or a new one, made on first use. It is called once the response headers
 // are in, so that clearing megabytes overlaps with the body's arrival
 // instead of delaying the request; and it is not called under b.mu, which
 // would serialize the workers.
@@ -490,6 +490,10 @@ func (s *Scheduler) buffer(t *task) []byte {
 					sp.buf = into[:sp.length:sp.length]
 					return
 				}
+			}
+			if alloc := t.b.reqs[sp.members[0].index].Alloc; alloc != nil {
+				sp.buf = alloc(int(sp.length))[:sp.length:sp.length]
+				return
 			}
 			sp.buf = make([]byte, sp.length)
 		})

@@ -50,3 +50,47 @@ func TestRequestBuffer(t *testing.T) {
 		t.Fatal("an unused buffer was written to")
 	}
 }
+
+// TestRequestAlloc: requests merged into one GET read into one buffer that
+// the first one's Alloc made, of the merged length; a request with a
+// Buffer long enough does not call its Alloc.
+func TestRequestAlloc(t *testing.T) {
+	leakCheck(t)
+	objects := randomObjects(6, 1, 1<<20)
+	st, pre := openStore(t, writeDir(t, objects)+"/", store.Options{})
+	s := newScheduler(t, iosched.Options{Parallelism: 2, RequestSize: 4 << 20, CoalesceGap: 4 << 10, NoHedge: true})
+	src := objects["obj-000.bin"]
+	name := pre + "obj-000.bin"
+
+	var made [][]byte
+	alloc := func(n int) []byte {
+		b := make([]byte, n+100) // longer than asked: the scheduler takes n
+		made = append(made, b)
+		return b
+	}
+	own := make([]byte, 4096)
+	reqs := []iosched.Request{
+		{Store: st, Name: name, Offset: 1000, Length: 5000, Alloc: alloc, Priority: iosched.Priority{Query: 1}},
+		{Store: st, Name: name, Offset: 7000, Length: 3000, Alloc: alloc, Priority: iosched.Priority{Query: 1}}, // 1000 bytes after: merged
+		{Store: st, Name: name, Offset: 500 << 10, Length: 4096, Buffer: own, Alloc: alloc, Priority: iosched.Priority{Query: 1}},
+	}
+	got, err := s.Fetch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		if !bytes.Equal(got[i], src[r.Offset:r.Offset+r.Length]) {
+			t.Fatalf("request %d: wrong bytes", i)
+		}
+	}
+	if len(made) != 1 || len(made[0]) != 9000+100 {
+		t.Fatalf("Alloc made %d buffers, want one of the merged 9000 bytes (+100)", len(made))
+	}
+	in := func(a, b []byte) bool {
+		return uintptr(unsafe.Pointer(unsafe.SliceData(a))) >= uintptr(unsafe.Pointer(unsafe.SliceData(b))) &&
+			uintptr(unsafe.Pointer(unsafe.SliceData(a)))+uintptr(len(a)) <= uintptr(unsafe.Pointer(unsafe.SliceData(b)))+uintptr(len(b))
+	}
+	if !in(got[0], made[0]) || !in(got[1], made[0]) || unsafe.SliceData(got[2]) != unsafe.SliceData(own) {
+		t.Fatal("the merged requests are not in Alloc's buffer, or the one with a Buffer not in it")
+	}
+}

@@ -74,6 +74,12 @@ type Request struct {
 	// scheduler writes into it until the batch is done; after a failed
 	// batch, parts of it may still be written: don't reuse it then.
 	Buffer []byte
+	// Alloc, if set, makes the buffer of n bytes that the GET this request
+	// is part of reads into, where Buffer does not serve: a request merged
+	// with its neighbours, whose bytes are a slice of one buffer for all
+	// of them (the first one's Alloc makes it). The same rule holds as for
+	// Buffer: after a failed batch, it may still be written.
+	Alloc func(n int) []byte
 }
 
 // Result is the outcome of one request: its index in the submitted slice

@@ -373,11 +373,20 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		// a range request of the scheduler: read the chunk whole instead.
 		return s.loadWhole(c, mem)
 	}
+	// The ranges' buffers come from the budget's pool, as a whole chunk's
+	// does, and are the lease's until it closes (the batches reference
+	// them): fresh ones each chunk made a scan of one column of four on
+	// versitygw peak at 183 MiB of RSS and 39k page faults, against 129 MiB
+	// and 22k for all four.
+	var alloc func(int) []byte
+	if ca, ok := mem.(*countingAllocator); ok && ca.lease != nil {
+		alloc = ca.lease.Buffer
+	}
 	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
 		reqs := make([]iosched.Request, len(rs))
 		for i, r := range rs {
 			reqs[i] = iosched.Request{Store: st, Name: name, Offset: c.Offset + r.Offset, Length: r.Length,
-				Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}}
+				Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, Alloc: alloc}
 		}
 		return s.submit(sched, reqs)
 	}
