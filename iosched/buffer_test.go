@@ -14,12 +14,7 @@ import (
 // lands in the buffer its caller supplied; one merged with a neighbour, or
 // whose buffer is too short, gets a buffer of the scheduler's.
 func TestRequestBuffer(t *testing.T) {
-	leakCheck(t)
-	objects := randomObjects(5, 1, 3<<20)
-	st, pre := openStore(t, writeDir(t, objects)+"/", store.Options{})
-	s := newScheduler(t, iosched.Options{Parallelism: 4, RequestSize: 1 << 20, CoalesceGap: 4 << 10, NoHedge: true})
-	src := objects["obj-000.bin"]
-	name := pre + "obj-000.bin"
+	s, st, name, src := oneObject(t, 5, 3<<20, iosched.Options{Parallelism: 4, RequestSize: 1 << 20, CoalesceGap: 4 << 10, NoHedge: true})
 
 	whole := make([]byte, 3<<20) // split into 3 parts, all into whole
 	short := make([]byte, 100)
@@ -30,15 +25,7 @@ func TestRequestBuffer(t *testing.T) {
 		{Store: st, Name: name, Offset: 2 << 20, Length: 1024, Buffer: merged, Priority: iosched.Priority{Query: 3}},
 		{Store: st, Name: name, Offset: 2<<20 + 1024, Length: 1024, Priority: iosched.Priority{Query: 3}},
 	}
-	got, err := s.Fetch(context.Background(), reqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range reqs {
-		if !bytes.Equal(got[i], src[r.Offset:r.Offset+r.Length]) {
-			t.Fatalf("request %d: wrong bytes", i)
-		}
-	}
+	got := fetchRight(t, s, src, reqs)
 	same := func(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
 	if !same(got[0], whole) || cap(got[0]) != len(got[0]) {
 		t.Fatal("a split request did not land in its own buffer")
@@ -55,12 +42,7 @@ func TestRequestBuffer(t *testing.T) {
 // the first one's Alloc made, of the merged length; a request with a
 // Buffer long enough does not call its Alloc.
 func TestRequestAlloc(t *testing.T) {
-	leakCheck(t)
-	objects := randomObjects(6, 1, 1<<20)
-	st, pre := openStore(t, writeDir(t, objects)+"/", store.Options{})
-	s := newScheduler(t, iosched.Options{Parallelism: 2, RequestSize: 4 << 20, CoalesceGap: 4 << 10, NoHedge: true})
-	src := objects["obj-000.bin"]
-	name := pre + "obj-000.bin"
+	s, st, name, src := oneObject(t, 6, 1<<20, iosched.Options{Parallelism: 2, RequestSize: 4 << 20, CoalesceGap: 4 << 10, NoHedge: true})
 
 	var made [][]byte
 	alloc := func(n int) []byte {
@@ -74,15 +56,7 @@ func TestRequestAlloc(t *testing.T) {
 		{Store: st, Name: name, Offset: 7000, Length: 3000, Alloc: alloc, Priority: iosched.Priority{Query: 1}}, // 1000 bytes after: merged
 		{Store: st, Name: name, Offset: 500 << 10, Length: 4096, Buffer: own, Alloc: alloc, Priority: iosched.Priority{Query: 1}},
 	}
-	got, err := s.Fetch(context.Background(), reqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range reqs {
-		if !bytes.Equal(got[i], src[r.Offset:r.Offset+r.Length]) {
-			t.Fatalf("request %d: wrong bytes", i)
-		}
-	}
+	got := fetchRight(t, s, src, reqs)
 	if len(made) != 1 || len(made[0]) != 9000+100 {
 		t.Fatalf("Alloc made %d buffers, want one of the merged 9000 bytes (+100)", len(made))
 	}
@@ -93,4 +67,29 @@ func TestRequestAlloc(t *testing.T) {
 	if !in(got[0], made[0]) || !in(got[1], made[0]) || unsafe.SliceData(got[2]) != unsafe.SliceData(own) {
 		t.Fatal("the merged requests are not in Alloc's buffer, or the one with a Buffer not in it")
 	}
+}
+
+// oneObject is a scheduler with opts over a directory store holding one
+// random object of size bytes (from seed): the store, its name and bytes.
+func oneObject(t *testing.T, seed uint64, size int, opts iosched.Options) (*iosched.Scheduler, store.Store, string, []byte) {
+	t.Helper()
+	leakCheck(t)
+	objects := randomObjects(seed, 1, size)
+	st, pre := openStore(t, writeDir(t, objects)+"/", store.Options{})
+	return newScheduler(t, opts), st, pre + "obj-000.bin", objects["obj-000.bin"]
+}
+
+// fetchRight fetches reqs and fails t unless each got its bytes of src.
+func fetchRight(t *testing.T, s *iosched.Scheduler, src []byte, reqs []iosched.Request) [][]byte {
+	t.Helper()
+	got, err := s.Fetch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		if !bytes.Equal(got[i], src[r.Offset:r.Offset+r.Length]) {
+			t.Fatalf("request %d: wrong bytes", i)
+		}
+	}
+	return got
 }

@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,14 +69,7 @@ func TestReservationFollowsProjection(t *testing.T) {
 		add(fmt.Sprintf("small/chunks/segment=s0/chunk-%d.arrow", i))
 	}
 	// One IO worker: bind fetches nothing early.
-	plan, err := Bind(context.Background(), Config{Process: testProcess(t), Rows: rows, MaxParallelIO: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := plan.Start(context.Background(), []int{0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scan := startScan(t, Config{Process: testProcess(t), Rows: rows, MaxParallelIO: 1}, []int{0})
 	drain(t, scan, 1, 0)
 	scan.Close()
 	st := scan.Stats()
@@ -105,14 +97,7 @@ func TestProjectionUnderQueueing(t *testing.T) {
 	f.setQueue(10 * time.Millisecond)
 	// A budget of a few projected chunks: each chunk is decided once the
 	// ones before it have made the store queue.
-	plan, err := Bind(context.Background(), Config{Process: testProcess(t), Rows: f.rows(t, 12), MaxParallelIO: 16, MemoryBudget: 3 << 20, kneeFloor: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := plan.Start(context.Background(), []int{0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 12), MaxParallelIO: 16, MemoryBudget: 3 << 20, kneeFloor: 1}, []int{0})
 	drain(t, scan, 2, 0)
 	scan.Close()
 	st := scan.Stats()
