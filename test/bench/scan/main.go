@@ -12,7 +12,8 @@
 //	    the proxy during the scan, divided by 32, and its maximum;
 //	 3. speed: SELECT sum(…) over fixed-width and short-string columns of the
 //	    local files, rows/s against DuckDB's read_parquet of the same rows and
-//	    against a native DuckDB table;
+//	    against a native DuckDB table, in interleaved rounds (with -md, a
+//	    section of the W4 markdown when the sweep runs too);
 //	 4. budget sweep: 64 MiB, 128 MiB, 512 MiB, 1 GiB and the default, from
 //	    local files and from versitygw, each query in a fresh CLI: MiB/s, peak
 //	    RSS, RSS − budget, page faults and CPU s/GiB of a fast consumer, peak
@@ -73,11 +74,12 @@ func main() {
 	if run("io") {
 		io(absExt, dir, chunks)
 	}
+	var speedMD string // the W4 markdown gains it when the sweep runs too
 	if run("speed") {
-		speed(absExt, dir, rows)
+		speedMD = speed(absExt, dir, rows, size)
 	}
 	if run("sweep") {
-		budgetSweep(absExt, dir, size, *svg)
+		budgetSweep(absExt, dir, size, *svg, speedMD)
 	}
 	if run("small") {
 		smallChunks(absExt, *out)
@@ -223,23 +225,48 @@ func timed(ext, setup, query string) time.Duration {
 	return time.Duration(med * float64(time.Second))
 }
 
-func speed(ext, dir string, rows int64) {
-	fmt.Println("== speed: SELECT sum(x), sum(i), sum(d), sum(length(s)) over local files, median of", *reps)
+// speed times SELECT sum(…) over the local files against DuckDB's
+// read_parquet of the same rows and a native DuckDB table, in -reps
+// interleaved rounds (each contender once per round, in a fresh CLI that
+// runs the query -reps times: the median counts; each round starts at the
+// next contender), the ratios taken within each round; then what one query
+// costs in a fresh CLI each (rusage). It returns the markdown of the W4
+// speed section: goal lines, the sections marker, the section.
+func speed(ext, dir string, rows, size int64) string {
+	rounds := max(1, *reps)
+	fmt.Printf("== speed: SELECT sum(x), sum(i), sum(d), sum(length(s)) over local files, %d interleaved rounds (median of %d queries in one CLI each)\n", rounds, *reps)
 	parquet := filepath.Join(filepath.Dir(dir), "scan-data.parquet")
 	db := filepath.Join(filepath.Dir(dir), "scan-data.duckdb")
 	if _, err := os.Stat(parquet); err != nil {
 		cli(ext, fmt.Sprintf(`COPY (SELECT x, i, d, s FROM remote_segments('%s/**/*.arrow')) TO '%s' (FORMAT parquet);`, dir, parquet))
 	}
 	agg := "sum(x), sum(i), sum(d), sum(length(s))"
-	rs := timed(ext, "", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir))
-	pq := timed(ext, "", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet))
-	native := timed(ext, fmt.Sprintf("CREATE TABLE t AS SELECT x, i, d, s FROM read_parquet('%s');", parquet), fmt.Sprintf("SELECT %s FROM t;", agg))
-	rate := func(d time.Duration) float64 { return float64(rows) / d.Seconds() / 1e6 }
-	fmt.Printf("%-28s %8.3f s %8.1f M rows/s\n", "remote_segments (IPC)", rs.Seconds(), rate(rs))
-	fmt.Printf("%-28s %8.3f s %8.1f M rows/s\n", "read_parquet (same rows)", pq.Seconds(), rate(pq))
-	fmt.Printf("%-28s %8.3f s %8.1f M rows/s\n", "native DuckDB table", native.Seconds(), rate(native))
-	fmt.Printf("ratio remote_segments / read_parquet = %.2f (goal > 1: faster)\n", rate(rs)/rate(pq))
-	fmt.Printf("ratio remote_segments / native table = %.2f\n", rate(rs)/rate(native))
+	contenders := []struct{ name, setup, query string }{
+		{"remote_segments (IPC)", "", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir)},
+		{"read_parquet (same rows)", "", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet)},
+		{"native DuckDB table", fmt.Sprintf("CREATE TABLE t AS SELECT x, i, d, s FROM read_parquet('%s');", parquet), fmt.Sprintf("SELECT %s FROM t;", agg)},
+	}
+	times := make([][]float64, len(contenders)) // seconds, by contender, in round order
+	for r := range rounds {
+		for k := range contenders {
+			i := (k + r) % len(contenders)
+			times[i] = append(times[i], timed(ext, contenders[i].setup, contenders[i].query).Seconds())
+		}
+	}
+	var rowsMD strings.Builder
+	for i, c := range contenders {
+		med, lo, hi := medianMinMax(times[i])
+		fmt.Printf("%-28s %8.3f s (%.3f–%.3f) %8.1f M rows/s\n", c.name, med, lo, hi, float64(rows)/med/1e6)
+		fmt.Fprintf(&rowsMD, "| %s | %.3f | %.3f–%.3f | %.1f |\n", c.name, med, lo, hi, float64(rows)/med/1e6)
+	}
+	// remote_segments against contender i, within each round.
+	ratio := func(i int) (med, lo, hi float64) {
+		return perRound(rounds, func(r int) float64 { return times[i][r] / times[0][r] })
+	}
+	pq, pqLo, pqHi := ratio(1)
+	nat, natLo, natHi := ratio(2)
+	fmt.Printf("ratio remote_segments / read_parquet = %.2f (%.2f–%.2f; goal >= 1: faster)\n", pq, pqLo, pqHi)
+	fmt.Printf("ratio remote_segments / native table = %.2f (%.2f–%.2f; goal >= 0.5)\n", nat, natLo, natHi)
 
 	// What each byte costs: one query in a fresh CLI each, from its rusage
 	// (the native table lives in a database file made once, so that making
@@ -250,14 +277,37 @@ func speed(ext, dir string, rows int64) {
 			log.Fatalf("duckdb: %v\n%s", err, out)
 		}
 	}
-	gib := float64(rows) * 33 / (1 << 30) // about 33 bytes a row, as the dataset was sized
+	gib := float64(size) / (1 << 30)
+	var costMD strings.Builder
 	fmt.Printf("one query per fresh CLI (rusage):  %12s %10s %10s %10s\n", "CPU s/GiB", "faults", "peak RSS", "load")
 	for _, r := range []struct{ name, sql string }{
-		{"remote_segments (IPC)", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir)},
-		{"read_parquet (same rows)", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet)},
+		{"remote_segments (IPC)", contenders[0].query},
+		{"read_parquet (same rows)", contenders[1].query},
 		{"native table (database file)", fmt.Sprintf("ATTACH '%s' AS n (READ_ONLY); SELECT %s FROM n.t;", db, agg)},
 	} {
 		u := measure(ext, r.sql)
 		fmt.Printf("%-34s %12.2f %10d %10s %10s\n", r.name, u.cpu.Seconds()/gib, u.minflt, mib(u.rss), u.loadAvg1m)
+		fmt.Fprintf(&costMD, "| %s | %.2f | %d | %s | %s |\n", r.name, u.cpu.Seconds()/gib, u.minflt, mib(u.rss), u.loadAvg1m)
 	}
+
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "not met"
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "- **W4 speed** (local files, %.2f GiB, medians of %d interleaved rounds): remote_segments ÷ read_parquet of the same rows **%.2f×** (%.2f–%.2f; goal ≥ 1.0: %s), ÷ a native DuckDB table **%.2f×** (%.2f–%.2f; goal ≥ 0.5: %s).\n",
+		gib, rounds, pq, pqLo, pqHi, verdict(pq >= 1), nat, natLo, natHi, verdict(nat >= 0.5))
+	md.WriteString("<!-- sections -->\n")
+	fmt.Fprintf(&md, "### W4: local speed against DuckDB's own readers\n\n`SELECT %s` over the same %.2f GiB of Arrow IPC files (remote_segments, default budget), a Parquet file of the same rows (`read_parquet`) and a native DuckDB table made from it (`CREATE TABLE t AS …` in the same CLI, in memory), in %d interleaved rounds: each contender once per round in a fresh CLI that runs the query %d times with `.timer on` (the median counts), each round starting at the next contender. Seconds are medians over the rounds (min–max); the ratios are taken within each round, then their median (min–max). Measured %s (`go run ./test/bench/scan -sections speed`).\n\n",
+		agg, gib, rounds, *reps, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	md.WriteString("| contender | seconds | min–max | M rows/s |\n|---|--:|--:|--:|\n")
+	md.WriteString(rowsMD.String())
+	fmt.Fprintf(&md, "\nremote_segments ÷ read_parquet **%.2f×** (%.2f–%.2f; goal ≥ 1.0: %s); ÷ the native table **%.2f×** (%.2f–%.2f; goal ≥ 0.5: %s).\n\n",
+		pq, pqLo, pqHi, verdict(pq >= 1), nat, natLo, natHi, verdict(nat >= 0.5))
+	md.WriteString("What one query costs, each in a fresh CLI (its rusage; the native table here is a database file attached read-only, so that making it is not counted):\n\n| query | CPU s / GiB | minor page faults | peak RSS | load avg |\n|---|--:|--:|--:|--:|\n")
+	md.WriteString(costMD.String())
+	md.WriteString("\n")
+	return md.String()
 }

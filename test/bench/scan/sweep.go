@@ -136,8 +136,9 @@ func summarize(pts []sweepPoint, size int64) sweepSummary {
 // budget): MiB/s, peak RSS, RSS − budget, page faults and CPU seconds per
 // GiB of a fast consumer (sums), and peak RSS of a slow one; medians over
 // the rounds with their min–max. It writes an SVG of throughput and RSS
-// against the budget to svgPath.
-func budgetSweep(ext, dir string, size int64, svgPath string) {
+// against the budget to svgPath. The markdown (-md) gains speedMD, the
+// speed section's, if not empty.
+func budgetSweep(ext, dir string, size int64, svgPath, speedMD string) {
 	rounds := max(1, *reps)
 	fmt.Printf("== budget sweep: each query in a fresh CLI, %d interleaved rounds; fast = sums on every thread, slow = one thread and a costly expression\n", rounds)
 	fmt.Printf("   (load average 1 min at each run in brackets; speeds are ratios within this run)\n")
@@ -195,7 +196,7 @@ func budgetSweep(ext, dir string, size int64, svgPath string) {
 			s.oneG, s.oneGLo, s.oneGHi, s.best.label, s.defBest, s.defBestLo, s.defHi, mib(int64(s.defRSS)), mib(int64(s.bestRSS)))
 	}
 	if *mdPath != "" {
-		if err := os.WriteFile(*mdPath, []byte(sweepMarkdown(results, size, svgPath)), 0o644); err != nil {
+		if err := os.WriteFile(*mdPath, []byte(joinMarkdown(sweepMarkdown(results, size, svgPath), speedMD)), 0o644); err != nil {
 			log.Fatal(err)
 		}
 		fmt.Printf("   wrote %s\n", *mdPath)
@@ -377,4 +378,20 @@ func sweepMarkdown(results map[string][]sweepPoint, size int64, svgPath string) 
 		w("![throughput and peak RSS against the budget](%s)\n\n", benchsvg.Link(svgPath))
 	}
 	return goals.String() + "<!-- sections -->\n" + body.String()
+}
+
+// joinMarkdown joins markdown files of goal lines, the sections marker and
+// sections: all goal lines first, then all sections, in order.
+func joinMarkdown(parts ...string) string {
+	var goals, body strings.Builder
+	const marker = "<!-- sections -->\n"
+	for _, p := range parts {
+		g, b, ok := strings.Cut(p, marker)
+		if !ok {
+			continue
+		}
+		goals.WriteString(g)
+		body.WriteString(b)
+	}
+	return goals.String() + marker + body.String()
 }
