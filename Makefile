@@ -156,7 +156,7 @@ PEER_MIX_RUNS ?= 3
 bench: release tools
 	rm -f build/bench/io.md build/bench/sweep.md
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
-	go run ./test/bench/scan -out build/bench -md build/bench/sweep.md
+	go run ./test/bench/scan -out build/bench -reps 5 -md build/bench/sweep.md
 	go build -o $(PEERS_BIN) ./test/bench/peers
 	$(PEERS_BIN) -install
 	go run ./test/bench/io -out build/bench -md build/bench/io.md -node build/peers/node -peer-mix-runs $(PEER_MIX_RUNS) -svg test/bench/w2_inflight.svg \
