@@ -23,11 +23,6 @@ import (
 // the budget allows: a goroutine each.
 const maxChunksInFlight = 4096
 
-// projectionPays is the share of a file's body below which a scan reads only
-// the selected columns' buffers instead of whole chunks (three round trips
-// per chunk instead of one, for far fewer bytes).
-const projectionPays = 0.5
-
 // Scan is a running scan. Next, Close and Stats are safe for concurrent use.
 type Scan struct {
 	id     uint64
@@ -144,7 +139,12 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	return s, nil
 }
 
-// shouldProject decides whether reading only fields' buffers pays.
+// shouldProject reports whether reading only fields' buffers can save
+// anything: the fields are fewer bytes than the whole body. Whether it pays
+// for a chunk is the cost model's call (projectionSavesTime): the bytes
+// saved against two more round trips. A fixed share of the body (half,
+// once) made a local scan of x, i and d, two thirds of the bytes, read the
+// strings too: 1.10 GB instead of 0.83, 0.21-0.27 s instead of 0.17.
 func (p *Plan) shouldProject(fields []int) bool {
 	if p.colBytes == nil || p.cfg.UnionByName || p.bodyLen <= 0 || len(fields) == len(p.colBytes) {
 		return false
@@ -153,7 +153,7 @@ func (p *Plan) shouldProject(fields []int) bool {
 	for _, f := range fields {
 		need += p.colBytes[f]
 	}
-	return float64(need) < projectionPays*float64(p.bodyLen)
+	return need < p.bodyLen
 }
 
 // wireEstimate is the bytes chunk c will take on the wire, read whole or,
