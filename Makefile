@@ -22,6 +22,7 @@ SHELL := /bin/bash
 EXT      := build/release/remote_segments.duckdb_extension
 EXT_V2   := build/release/v2.0.0/remote_segments.duckdb_extension
 EXT_DBG  := build/debug/remote_segments.duckdb_extension
+EXT_PROF := build/profile/remote_segments.duckdb_extension
 DUCKDB   := .tools/bin/duckdb
 VERSITYGW := .tools/bin/versitygw
 VERSITYGW_VERSION := v1.8.0
@@ -31,10 +32,11 @@ GOHOST   := build/host/gohost
 DEMO_DATA := build/demo-data
 GO_SOURCES := $(shell find . -path ./.tools -prune -o -path ./build -prune -o \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' \) -print) go.mod go.sum
 
-.PHONY: release debug demo test test-go test-sql bench duckdb versitygw headers host clean tools dask dask-demo
+.PHONY: release debug profile demo test test-go test-sql bench duckdb versitygw headers host clean tools dask dask-demo
 
 release: $(EXT) $(EXT_V2)
 debug: $(EXT_DBG)
+profile: $(EXT_PROF)
 
 # One build writes both files.
 $(EXT) $(EXT_V2) &: $(GO_SOURCES) tools/build-extension.sh tools/fetch-duckdb-v2-headers.sh
@@ -42,6 +44,9 @@ $(EXT) $(EXT_V2) &: $(GO_SOURCES) tools/build-extension.sh tools/fetch-duckdb-v2
 
 $(EXT_DBG): $(GO_SOURCES) tools/build-extension.sh
 	tools/build-extension.sh debug
+
+$(EXT_PROF): $(GO_SOURCES) tools/build-extension.sh
+	tools/build-extension.sh profile
 
 headers:
 	tools/fetch-duckdb-headers.sh

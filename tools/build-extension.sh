@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the extension files (mode: release | debug):
+# Build the extension files (mode: release | debug | profile):
 #   build/<mode>/remote_segments.duckdb_extension         C API v1.2.0, loads in DuckDB 1.4-2.0
 #   build/<mode>/v2.0.0/remote_segments.duckdb_extension  the DuckDB 2.0 edition (V2 C API,
 #       ABI C_STRUCT_UNSTABLE v2.0.0: loads in DuckDB 2.0.0 only)
@@ -23,7 +23,8 @@ strip=""
 case "$mode" in
 release) strip="-s -w" ;;
 debug) gcflags="all=-N -l" ;;
-*) echo "build-extension: mode must be release or debug, not $mode" >&2; exit 2 ;;
+profile) ;; # optimized like release, with its symbols: perf sees the Go and C frames as they run
+*) echo "build-extension: mode must be release, debug or profile, not $mode" >&2; exit 2 ;;
 esac
 
 # build <dir> <exports map> <go tags> <abi> <api>
