@@ -38,10 +38,7 @@ func projectionSavesTime(m iosched.Model, size, need int64) bool {
 // projectedBytes estimates the bytes a projected read of a chunk of size
 // bytes fetches: the fields' share of the body and the tail.
 func (s *Scan) projectedBytes(size int64) int64 {
-	var need int64
-	for _, f := range s.fields {
-		need += s.plan.colBytes[f]
-	}
+	need := s.plan.fieldBytes(s.fields)
 	return int64(float64(size)*float64(need)/float64(s.plan.bodyLen)) + s.tailWant()
 }
 

@@ -150,11 +150,16 @@ func (p *Plan) shouldProject(fields []int) bool {
 	if p.colBytes == nil || p.cfg.UnionByName || p.bodyLen <= 0 || len(fields) == len(p.colBytes) {
 		return false
 	}
-	var need int64
+	return p.fieldBytes(fields) < p.bodyLen
+}
+
+// fieldBytes is the bytes of fields' buffers in the first chunk's body.
+func (p *Plan) fieldBytes(fields []int) int64 {
+	var n int64
 	for _, f := range fields {
-		need += p.colBytes[f]
+		n += p.colBytes[f]
 	}
-	return need < p.bodyLen
+	return n
 }
 
 // wireEstimate is the bytes chunk c will take on the wire, read whole or,
@@ -165,10 +170,7 @@ func (s *Scan) wireEstimate(c *Chunk, project bool) int64 {
 		n = s.estimate
 	}
 	if project && s.plan.bodyLen > 0 {
-		var need int64
-		for _, f := range s.fields {
-			need += s.plan.colBytes[f]
-		}
+		need := s.plan.fieldBytes(s.fields)
 		// Never more than the whole chunk: a small file is read whole.
 		n = min(n, int64(float64(n)*float64(need)/float64(s.plan.bodyLen))+arrowipc.TailGuess)
 	}
