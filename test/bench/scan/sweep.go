@@ -112,14 +112,17 @@ func summarize(pts []sweepPoint, size int64) sweepSummary {
 	rounds := len(pts[0].fast)
 	base, top, def := pts[0], pts[3], pts[len(pts)-1]
 	s.oneG, s.oneGLo, s.oneGHi = perRound(rounds, func(r int) float64 { return top.rate(size, r) / base.rate(size, r) })
-	// The best budget is the one with the highest median throughput.
-	bestRate := 0.0
-	for _, p := range pts {
-		if m, _, _ := perRound(rounds, func(r int) float64 { return p.rate(size, r) }); m > bestRate {
-			bestRate, s.best = m, p
+	s.best = bestBudget(pts, size, -1)
+	// Each round's default ÷ best compares with the best of the other
+	// rounds: picked in the round it is compared in, the best is whichever
+	// budget that round's noise favoured, and the ratio is biased low.
+	s.defBest, s.defBestLo, s.defHi = perRound(rounds, func(r int) float64 {
+		skip := r
+		if rounds < 2 {
+			skip = -1
 		}
-	}
-	s.defBest, s.defBestLo, s.defHi = perRound(rounds, func(r int) float64 { return def.rate(size, r) / s.best.rate(size, r) })
+		return def.rate(size, r) / bestBudget(pts, size, skip).rate(size, r)
+	})
 	rss := func(u usage) float64 { return float64(u.rss) }
 	s.defRSS, _, _ = spread(def.fast, rss)
 	s.bestRSS, _, s.bestRSSHi = spread(s.best.fast, rss)
@@ -129,6 +132,33 @@ func summarize(pts []sweepPoint, size int64) sweepSummary {
 		}
 	}
 	return s
+}
+
+// bestBudget is the budget with the highest median throughput over every
+// round but skip (none when skip < 0); the median of an even count is the
+// mean of the middle two. Leaving a round out matters when budgets are the
+// same configuration: on S3 all five stopped at the same 64 MiB cap, and the
+// highest of five medians of one configuration put the default at 0.93 of
+// "the best" in one full run, where a direct A/B measured it 1 % faster.
+func bestBudget(pts []sweepPoint, size int64, skip int) sweepPoint {
+	best, bestRate := pts[0], -1.0
+	for _, p := range pts {
+		var xs []float64
+		for r := range p.fast {
+			if r != skip {
+				xs = append(xs, p.rate(size, r))
+			}
+		}
+		slices.Sort(xs)
+		m := xs[len(xs)/2]
+		if len(xs)%2 == 0 {
+			m = (xs[len(xs)/2-1] + m) / 2
+		}
+		if m > bestRate {
+			best, bestRate = p, m
+		}
+	}
+	return best
 }
 
 // defaultMet judges the default-budget goal: at least 0.95 of the best
@@ -204,7 +234,7 @@ func budgetSweep(ext, dir string, size int64, svgPath, speedMD string) {
 		}
 		results[so.name] = pts
 		s := summarize(pts, size)
-		fmt.Printf("   1GiB / 64MiB throughput = %.2f (%.2f–%.2f; goal >= 0.95); default / best (%s) = %.2f (%.2f–%.2f) at RSS %s vs %s, at most %s (goal >= 0.95 at no more RSS than the best's runs: met %v): medians of the rounds' ratios\n",
+		fmt.Printf("   1GiB / 64MiB throughput = %.2f (%.2f–%.2f; goal >= 0.95); default / best (%s) = %.2f (%.2f–%.2f) at RSS %s vs %s, at most %s (goal >= 0.95 at no more RSS than the best's runs: met %v): medians of the rounds' ratios, each round's best picked from the other rounds\n",
 			s.oneG, s.oneGLo, s.oneGHi, s.best.label, s.defBest, s.defBestLo, s.defHi, mib(int64(s.defRSS)), mib(int64(s.bestRSS)), mib(int64(s.bestRSSHi)), s.defaultMet())
 	}
 	if *mdPath != "" {
@@ -352,7 +382,7 @@ func sweepMarkdown(results map[string][]sweepPoint, size int64, svgPath string) 
 	gib := float64(size) / (1 << 30)
 	rounds := max(1, *reps)
 	w("## W4: the budget sweep, %.2f GiB, local files and versitygw\n\n", gib)
-	w("The same dataset (%.2f GiB of Arrow IPC files, columns x, i, d, s) read with `SELECT sum(x), sum(i), sum(d), sum(length(s))` at each `memory_budget`, each query in a fresh DuckDB CLI (`.tools/bin/duckdb`) with the extension, in %d interleaved rounds (every budget once per round, each round starting at the next budget): MiB/s and peak RSS are medians over the rounds with their min–max, page faults and CPU seconds per GiB medians (from each run's rusage); *slow* is one DuckDB thread computing a costly expression (`SET threads = 1; sum(hash(s || x))`), where the pipeline runs ahead of the consumer and the budget is what bounds memory: its peak RSS is the median (min–max), RSS − cap the median and the largest. `default` is the adaptive budget (the cap it chose is shown). The goal ratios are taken within each round, then their median (min–max). Measured %s (`go run ./test/bench/scan -sections sweep -md …`).\n\n",
+	w("The same dataset (%.2f GiB of Arrow IPC files, columns x, i, d, s) read with `SELECT sum(x), sum(i), sum(d), sum(length(s))` at each `memory_budget`, each query in a fresh DuckDB CLI (`.tools/bin/duckdb`) with the extension, in %d interleaved rounds (every budget once per round, each round starting at the next budget): MiB/s and peak RSS are medians over the rounds with their min–max, page faults and CPU seconds per GiB medians (from each run's rusage); *slow* is one DuckDB thread computing a costly expression (`SET threads = 1; sum(hash(s || x))`), where the pipeline runs ahead of the consumer and the budget is what bounds memory: its peak RSS is the median (min–max), RSS − cap the median and the largest. `default` is the adaptive budget (the cap it chose is shown). The goal ratios are taken within each round, then their median (min–max); in default ÷ best, each round is compared with the budget of the highest median throughput over the other rounds, so that the best is not picked by the noise of the round it is compared in (the best shown, and its RSS, are over every round). Measured %s (`go run ./test/bench/scan -sections sweep -md …`).\n\n",
 		gib, rounds, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	for _, name := range []string{"local", "s3"} {
 		pts := results[name]
