@@ -1,9 +1,10 @@
 // Command gohost measures the same scan through the Go-driver host
 // (database/sql + remotesql, test/host/gohost built without -race) and through
 // the DuckDB CLI with the loadable extension, in one run, alternating the two
-// (and the Go host opted in to the extension's Go memory-limit tuning, and the
-// pinned engine host: the same DuckDB 1.5.6 as the driver, loading the
-// extension) so that load on the machine hits them alike:
+// (and the Go host opted in to the extension's Go memory-limit tuning, the Go
+// host with GOMAXPROCS at twice the CPUs, as the loadable extension sets its
+// own, and the pinned engine host: the same DuckDB 1.5.6 as the driver,
+// loading the extension) so that load on the machine hits them alike:
 //
 //	go run ./test/bench/gohost [-gib 0.5] [-reps 3] [-out build/bench]
 //
@@ -24,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +70,9 @@ func main() {
 		{"cli (DuckDB 2.0.0, extension)", []string{*cliPath, "-unsigned", "-batch", "-init", "/dev/null", "-list", "-noheader"}, []string{"DUCKDB_AGENT_MODE=0", "NO_COLOR=1"}},
 		{"go (DuckDB 1.5.6, remotesql)", []string{*goPath}, nil},
 		{"go, WithMemoryLimitTuning", []string{*goPath, "-tune-memory-limit"}, nil},
+		// What README recommends to a program that mostly scans, and what
+		// the loadable extension does to its own runtime.
+		{fmt.Sprintf("go, GOMAXPROCS=%d (2 × CPUs)", 2*runtime.GOMAXPROCS(0)), []string{*goPath}, []string{fmt.Sprintf("GOMAXPROCS=%d", 2*runtime.GOMAXPROCS(0))}},
 	}
 	if *enginePath != "" {
 		hosts = append(hosts, host{"engine (DuckDB 1.5.6, extension)", []string{*enginePath, "-unsigned"}, nil})
@@ -93,11 +98,11 @@ SELECT wall_ms FROM remote_segments_stats() ORDER BY scan_id DESC LIMIT 1;
 		}
 	}
 	fmt.Printf("SELECT sum(x), sum(i), sum(d), sum(length(s)): every host answered %s; median of %d runs each\n", results[0][0].answer, *reps)
-	fmt.Printf("%-34s %10s %12s %9s %12s %12s %9s\n", "host", "scan", "M rows/s", "÷ cli", "process", "peak RSS", "÷ cli")
+	fmt.Printf("%-36s %10s %12s %9s %12s %12s %9s\n", "host", "scan", "M rows/s", "÷ cli", "process", "peak RSS", "÷ cli")
 	ref := median(results[0])
 	for i, h := range hosts {
 		m := median(results[i])
-		fmt.Printf("%-34s %8.0fms %12.1f %9.2f %10.0fms %8.0f MiB %9.2f\n", h.name, ms(m.scan),
+		fmt.Printf("%-36s %8.0fms %12.1f %9.2f %10.0fms %8.0f MiB %9.2f\n", h.name, ms(m.scan),
 			float64(rows)/m.scan.Seconds()/1e6, ref.scan.Seconds()/m.scan.Seconds(), ms(m.process),
 			float64(m.rss)/(1<<20), float64(m.rss)/float64(ref.rss))
 	}
