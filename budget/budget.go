@@ -655,16 +655,24 @@ func (l *Lease) Close() {
 	b.lock()
 	bufs := l.bufs
 	l.bufs = nil
+	var n int64
 	if !l.closed {
 		l.closed = true
-		if n := l.held; n > 0 {
-			l.held = 0
-			b.releaseLocked(n)
-		}
+		n, l.held = l.held, 0
 	}
 	b.unlock()
+	// The buffers go back to the pool before the bytes go back to the
+	// budget: a waiter the release admits may ask the pool at once, and
+	// must find them, not fault in a fresh buffer beside them (31 MB chunks
+	// under a 64 MiB cap: a third buffer, +30 MiB of peak RSS, in 1 of 5
+	// scans once GOMAXPROCS left a P free for the waiter to run at once).
 	for _, buf := range bufs {
 		b.pool.put(buf)
+	}
+	if n > 0 {
+		b.lock()
+		b.releaseLocked(n)
+		b.unlock()
 	}
 }
 

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -137,5 +138,44 @@ func TestPoolAllocator(t *testing.T) {
 	a.Free(cut[: 1<<20-100 : 1<<20-100])
 	if st := b.PoolStats(); st.Taken != 0 {
 		t.Fatalf("after freeing a cut slice: %+v", st)
+	}
+}
+
+// TestCloseFreesBuffersBeforeAdmitting: a Close that admits a waiting
+// Reserve has already given its buffers back to the pool when the waiter is
+// granted, so that the waiter's Buffer reuses them instead of faulting in a
+// fresh one beside them.
+func TestCloseFreesBuffersBeforeAdmitting(t *testing.T) {
+	const size = 8 << 20
+	var b *Budget
+	var freeAtGrant []int64
+	b = New(size+size/2, withGrantHook(func(l *Budget, n int64, oversize bool) {
+		freeAtGrant = append(freeAtGrant, l.PoolStats().Free) // under the budget's lock, never the pool's
+	}))
+	first, err := b.Reserve(context.Background(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Buffer(size)
+	granted := make(chan *Lease)
+	go func() {
+		l, err := b.Reserve(context.Background(), size) // waits: the cap holds one
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- l
+	}()
+	for b.Stats().Queued == 0 {
+		runtime.Gosched()
+	}
+	first.Close()
+	second := <-granted
+	second.Buffer(size)
+	second.Close()
+	if len(freeAtGrant) != 2 || freeAtGrant[1] < size {
+		t.Errorf("pool's free bytes at each grant: %v; want the first lease's %d-byte buffer free when the second is granted", freeAtGrant, size)
+	}
+	if st := b.PoolStats(); st.Fresh != 1 || st.Reused != 1 {
+		t.Errorf("pool: %d fresh, %d reused buffers; want 1 and 1", st.Fresh, st.Reused)
 	}
 }
