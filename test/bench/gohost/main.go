@@ -66,13 +66,14 @@ func main() {
 	chunks := int(math.Ceil(*gib * (1 << 30) / float64(rowsPerChunk) / 33)) // ~33 bytes a row
 	rows, size := prepare(dir, chunks, rowsPerChunk)
 
+	procs := 2 * runtime.GOMAXPROCS(0)
 	hosts := []host{
 		{"cli (DuckDB 2.0.0, extension)", []string{*cliPath, "-unsigned", "-batch", "-init", "/dev/null", "-list", "-noheader"}, []string{"DUCKDB_AGENT_MODE=0", "NO_COLOR=1"}},
 		{"go (DuckDB 1.5.6, remotesql)", []string{*goPath}, nil},
 		{"go, WithMemoryLimitTuning", []string{*goPath, "-tune-memory-limit"}, nil},
 		// What README recommends to a program that mostly scans, and what
 		// the loadable extension does to its own runtime.
-		{fmt.Sprintf("go, GOMAXPROCS=%d (2 × CPUs)", 2*runtime.GOMAXPROCS(0)), []string{*goPath}, []string{fmt.Sprintf("GOMAXPROCS=%d", 2*runtime.GOMAXPROCS(0))}},
+		{fmt.Sprintf("go, GOMAXPROCS=%d (2 × CPUs)", procs), []string{*goPath}, []string{fmt.Sprintf("GOMAXPROCS=%d", procs)}},
 	}
 	if *enginePath != "" {
 		hosts = append(hosts, host{"engine (DuckDB 1.5.6, extension)", []string{*enginePath, "-unsigned"}, nil})

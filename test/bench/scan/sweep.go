@@ -117,11 +117,7 @@ func summarize(pts []sweepPoint, size int64) sweepSummary {
 	// rounds: picked in the round it is compared in, the best is whichever
 	// budget that round's noise favoured, and the ratio is biased low.
 	s.defBest, s.defBestLo, s.defHi = perRound(rounds, func(r int) float64 {
-		skip := r
-		if rounds < 2 {
-			skip = -1
-		}
-		return def.rate(size, r) / bestBudget(pts, size, skip).rate(size, r)
+		return def.rate(size, r) / bestBudget(pts, size, r).rate(size, r)
 	})
 	rss := func(u usage) float64 { return float64(u.rss) }
 	s.defRSS, _, _ = spread(def.fast, rss)
@@ -135,12 +131,15 @@ func summarize(pts []sweepPoint, size int64) sweepSummary {
 }
 
 // bestBudget is the budget with the highest median throughput over every
-// round but skip (none when skip < 0); the median of an even count is the
-// mean of the middle two. Leaving a round out matters when budgets are the
+// round but skip (none when skip < 0, or when there is only one round); the
+// median of an even count is the mean of the middle two. Leaving a round out matters when budgets are the
 // same configuration: on S3 all five stopped at the same 64 MiB cap, and the
 // highest of five medians of one configuration put the default at 0.93 of
 // "the best" in one full run, where a direct A/B measured it 1 % faster.
 func bestBudget(pts []sweepPoint, size int64, skip int) sweepPoint {
+	if len(pts[0].fast) < 2 {
+		skip = -1
+	}
 	best, bestRate := pts[0], -1.0
 	for _, p := range pts {
 		var xs []float64
