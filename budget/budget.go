@@ -523,6 +523,7 @@ type Lease struct {
 	committed bool
 	closed    bool
 	bufs      [][]byte // pooled buffers handed out by Buffer; back to the pool at Close
+	atClose   []func() // AtClose's, run by Close before the bytes go back
 }
 
 // Commit replaces the lease's estimate by the measured decoded size actual
@@ -653,14 +654,17 @@ func (l *Lease) Close() {
 	}
 	b := l.b
 	b.lock()
-	bufs := l.bufs
-	l.bufs = nil
+	bufs, atClose := l.bufs, l.atClose
+	l.bufs, l.atClose = nil, nil
 	var n int64
 	if !l.closed {
 		l.closed = true
 		n, l.held = l.held, 0
 	}
 	b.unlock()
+	for _, f := range atClose { // memory the reservation covers goes first too
+		f()
+	}
 	// The buffers go back to the pool before the bytes go back to the
 	// budget: a waiter the release admits may ask the pool at once, and
 	// must find them, not fault in a fresh buffer beside them (31 MB chunks
@@ -673,6 +677,27 @@ func (l *Lease) Close() {
 		b.lock()
 		b.releaseLocked(n)
 		b.unlock()
+	}
+}
+
+// AtClose has f run when the lease closes, before its bytes go back to the
+// budget: the release of memory the reservation covers that is not a pooled
+// buffer (a file mapping the lease's chunk is read from). On a closed lease,
+// f runs at once. Abandon runs it too. AtClose is safe on a nil lease (f
+// runs at once).
+func (l *Lease) AtClose(f func()) {
+	if l == nil {
+		f()
+		return
+	}
+	l.b.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.atClose = append(l.atClose, f)
+	}
+	l.b.mu.Unlock()
+	if closed {
+		f()
 	}
 }
 

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"runtime"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -157,17 +158,7 @@ func TestCloseFreesBuffersBeforeAdmitting(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Buffer(size)
-	granted := make(chan *Lease)
-	go func() {
-		l, err := b.Reserve(context.Background(), size) // waits: the cap holds one
-		if err != nil {
-			t.Error(err)
-		}
-		granted <- l
-	}()
-	for b.Stats().Queued == 0 {
-		runtime.Gosched()
-	}
+	granted := queuedReserve(t, b, size) // waits: the cap holds one
 	first.Close()
 	second := <-granted
 	second.Buffer(size)
@@ -177,5 +168,51 @@ func TestCloseFreesBuffersBeforeAdmitting(t *testing.T) {
 	}
 	if st := b.PoolStats(); st.Fresh != 1 || st.Reused != 1 {
 		t.Errorf("pool: %d fresh, %d reused buffers; want 1 and 1", st.Fresh, st.Reused)
+	}
+}
+
+// queuedReserve reserves n bytes of b on another goroutine, returns once
+// that reservation waits in b's queue, and sends its lease when granted.
+func queuedReserve(t *testing.T, b *Budget, n int64) <-chan *Lease {
+	granted := make(chan *Lease)
+	go func() {
+		l, err := b.Reserve(context.Background(), n)
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- l
+	}()
+	for b.Stats().Queued == 0 {
+		runtime.Gosched()
+	}
+	return granted
+}
+
+// AtClose's functions run once, when the lease closes (or is abandoned),
+// before its bytes admit a waiter; on a closed or nil lease, at once.
+func TestAtClose(t *testing.T) {
+	const size = 8 << 20
+	var ran []string
+	b := New(size, withGrantHook(func(l *Budget, n int64, oversize bool) {
+		ran = append(ran, "grant") // under the budget's lock
+	}))
+	first, err := b.Reserve(context.Background(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.AtClose(func() { ran = append(ran, "unmap 1") })
+	first.AtClose(func() { ran = append(ran, "unmap 2") })
+	granted := queuedReserve(t, b, size) // waits for first's bytes
+	first.Close()
+	second := <-granted
+	first.Close() // idempotent: nothing runs twice
+	second.AtClose(func() { ran = append(ran, "abandoned") })
+	second.Abandon()
+	second.AtClose(func() { ran = append(ran, "after close") })
+	var nilLease *Lease
+	nilLease.AtClose(func() { ran = append(ran, "nil lease") })
+	want := []string{"grant", "unmap 1", "unmap 2", "grant", "abandoned", "after close", "nil lease"}
+	if !slices.Equal(ran, want) {
+		t.Errorf("ran %q, want %q", ran, want)
 	}
 }

@@ -292,6 +292,9 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
 	ctx, cancel := context.WithCancelCause(b.ctx)
 	defer cancel(nil)
+	if t.sp.mapTo != nil && t.done == 0 && t.length == t.sp.length && s.mapRange(id, t) {
+		return nil
+	}
 	if t.length < 0 {
 		data, err := s.getRange(ctx, cancel, id, t, "GET", t.off, -1, nil, nil)
 		if err == nil {
@@ -359,6 +362,31 @@ func (s *Scheduler) attempt(id int, t *task) error {
 		return nil
 	}
 	return err
+}
+
+// mapRange answers t, a whole span that asked for a mapping, with one from
+// a store that maps (a local file): no copy, and the pages are faulted in
+// here, in the IO worker. It reports false when the store does not map or
+// the mapping failed: the caller then reads the range (whose error, if the
+// range is bad, is the one to report).
+func (s *Scheduler) mapRange(id int, t *task) bool {
+	mp, ok := t.sp.st.(store.Mapper)
+	if !ok {
+		return false
+	}
+	start := time.Now()
+	m, err := mp.MapRange(t.b.ctx, t.sp.name, t.off, t.length)
+	if err != nil {
+		return false
+	}
+	s.issued.Add(1)
+	t.b.issued.Add(1)
+	t.sp.mapTo(m) // the caller's from now on
+	t.sp.alloc.Do(func() { t.sp.buf = m[:len(m):len(m)] })
+	t.buf = t.sp.buf
+	t.done = int64(len(m))
+	s.account(id, t, "MAP", t.off, t.length, start, int64(len(m)), nil)
+	return true
 }
 
 // watch runs when the first GET of an attempt at from has been slow: it

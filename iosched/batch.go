@@ -58,7 +58,8 @@ type span struct {
 	length  int64 // < 0: to the end
 	end     int64
 	alloc   sync.Once
-	buf     []byte // set once by alloc
+	buf     []byte       // set once by alloc
+	mapTo   func([]byte) // the request's Map: the span is that request alone
 	members []member
 	pending int // parts not yet finished
 	failed  bool
@@ -97,6 +98,9 @@ func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 		}
 		// Equal parts: 9 MiB with 8 MiB requests is 2 × 4.5 MiB, not 8 + 1.
 		n := (sp.length + s.o.RequestSize - 1) / s.o.RequestSize
+		if _, ok := sp.st.(store.Mapper); ok && sp.mapTo != nil {
+			n = 1 // one mapping, not parts of one
+		}
 		part := (sp.length + n - 1) / n
 		for at := int64(0); at < sp.length; at += part {
 			b.tasks = append(b.tasks, &task{b: b, sp: sp, off: sp.off + at, partAt: at,
@@ -191,10 +195,16 @@ func (s *Scheduler) plan(reqs []Request) (spans []*span, apart []int) {
 			r := reqs[i]
 			if r.Length < 0 {
 				spans = append(spans, &span{st: k.st, name: k.name, off: r.Offset, length: -1,
-					members: []member{{index: i, length: -1}}})
+					members: []member{{index: i, length: -1}}, mapTo: r.Map})
 				continue
 			}
 			end := r.Offset + r.Length
+			if r.Map != nil {
+				spans = append(spans, &span{st: k.st, name: k.name, off: r.Offset, end: end, length: r.Length,
+					members: []member{{index: i, length: r.Length}}, mapTo: r.Map})
+				cur = nil // alone: the next request does not join it
+				continue
+			}
 			if cur != nil && s.o.CoalesceGap >= 0 && r.Offset <= cur.end+s.o.CoalesceGap &&
 				max(end, cur.end)-cur.off <= s.o.RequestSize {
 				cur.members = append(cur.members, member{index: i, at: r.Offset - cur.off, length: r.Length})

@@ -80,6 +80,16 @@ type Request struct {
 	// of them (the first one's Alloc makes it). The same rule holds as for
 	// Buffer: after a failed batch, it may still be written.
 	Alloc func(n int) []byte
+	// Map, if set, lets the scheduler answer with a read-only mapping of the
+	// range instead of a copy when the store maps (store.Mapper: a local
+	// file). Map is called with the mapping before it is delivered, and from
+	// then on the caller owns it: it must store.Unmap it after its last read,
+	// also when the batch fails or is canceled. Where the store cannot map,
+	// or mapping fails, the range is read as usual (Buffer, Alloc). A
+	// request with Map is never merged, and a store that maps gets it
+	// whole, not split; one to the end of the object (Length < 0) maps to
+	// its end.
+	Map func(m []byte)
 }
 
 // Result is the outcome of one request: its index in the submitted slice

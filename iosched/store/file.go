@@ -36,25 +36,36 @@ func (s *fileStore) fail(op, name, rng string, err error) error {
 // file is closed with the reader. The context is only checked up front: a
 // local read does not block for long.
 func (s *fileStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	f, length, err := s.openRange(ctx, "GET", name, off, length)
+	if err != nil {
+		return nil, err
+	}
+	return &fileBody{SectionReader: io.NewSectionReader(f, off, length), f: f}, nil
+}
+
+// openRange opens the file name for a request op of length bytes from off
+// (length < 0: to the end of the file), and returns it with the range's
+// length, once the range lies inside the file.
+func (s *fileStore) openRange(ctx context.Context, op, name string, off, length int64) (*os.File, int64, error) {
 	rng := rangeHeader(off, length)
 	if err := checkRange(off, length); err != nil {
-		return nil, s.fail("GET", name, rng, err)
+		return nil, 0, s.fail(op, name, rng, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, s.fail("GET", name, rng, err)
+		return nil, 0, s.fail(op, name, rng, err)
 	}
 	f, err := os.Open(filepath.FromSlash(name))
 	if err != nil {
-		return nil, s.fail("GET", name, rng, err)
+		return nil, 0, s.fail(op, name, rng, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, s.fail("GET", name, rng, err)
+		return nil, 0, s.fail(op, name, rng, err)
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, s.fail("GET", name, rng, ErrNotFound)
+		return nil, 0, s.fail(op, name, rng, ErrNotFound)
 	}
 	size := st.Size()
 	if length < 0 {
@@ -62,9 +73,9 @@ func (s *fileStore) GetRange(ctx context.Context, name string, off, length int64
 	}
 	if off >= size || off+length > size {
 		f.Close()
-		return nil, s.fail("GET", name, rng, rangeErr(size))
+		return nil, 0, s.fail(op, name, rng, rangeErr(size))
 	}
-	return &fileBody{SectionReader: io.NewSectionReader(f, off, length), f: f}, nil
+	return f, length, nil
 }
 
 type fileBody struct {
