@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/cgo"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -386,6 +387,9 @@ func rsLocalInit(info C.duckdb_init_info) {
 
 //export rsFunction
 func rsFunction(info C.duckdb_function_info, out C.duckdb_data_chunk) {
+	// A batch's buffers may be a file's mapping (scanner/mmap.go): a fault
+	// reading one in Go (the validity's null count) becomes an error.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			withCString(errorText(r), func(cs *C.char) { C.rs_function_set_error(info, cs) })
@@ -423,11 +427,23 @@ func (t *threadState) fill(out C.duckdb_data_chunk) error {
 			t.dropBatch()
 			continue
 		}
-		C.rs_fill(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.int64_t(start), C.idx_t(n))
+		if t.batch.Mapped() {
+			installGuard()
+		}
+		switch C.rs_fill_guarded(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.int64_t(start), C.idx_t(n)) {
+		case C.RS_GUARD_FAULT:
+			return &scanner.ChunkError{Chunk: t.batch.Chunk, Err: fmt.Errorf("%w: SIGBUS reading the file's mapping: it was truncated during the scan", scanner.ErrBadChunk)}
+		case C.RS_GUARD_BAD_BYTES:
+			return &scanner.ChunkError{Chunk: t.batch.Chunk, Err: fmt.Errorf("%w: a string offset does not fit its buffer: the file is corrupt, or was written during the scan", scanner.ErrBadChunk)}
+		}
 		t.batch.Consumed(n) // the copy is the consumption: give the bytes back
 		return nil
 	}
 }
+
+// installGuard installs guard.c's SIGBUS handler, once: before the first
+// copy of a mapped batch, and never in a process that maps no file.
+var installGuard = sync.OnceFunc(func() { C.rs_guard_install() })
 
 // dropBatch unpins and closes the thread's current batch, and clears the
 // descriptors: their pointers would keep the batch's buffers reachable.
@@ -451,6 +467,11 @@ func (t *threadState) describe(b *scanner.Batch) {
 			t.constString(d, b.Chunk.ChunkID)
 		default:
 			t.describeData(d, &col.typ, b.Column(col.field).Data())
+		}
+	}
+	if b.Mapped() { // only flat columns are mapped: no child to mark
+		for i := range t.cols {
+			t.cols[i].mapped = 1
 		}
 	}
 }

@@ -337,6 +337,21 @@ static inline void write_inline(duckdb_string_t *slot, const char *s, uint32_t l
 	}
 }
 
+// assign_mapped assigns a long string read from a mapping: copied here
+// first, so that a SIGBUS on the mapping happens in this code, under the
+// guard, and never inside DuckDB's copy, which the guard's jump would leave
+// half done.
+static void assign_mapped(duckdb_vector vec, idx_t row, const char *s, uint32_t len) {
+	char small[256];
+	char *tmp = len <= sizeof small ? small : rs_scratch(len);
+	if (tmp == NULL) {
+		duckdb_vector_assign_string_element_len(vec, row, s, len);
+		return;
+	}
+	memcpy(tmp, s, len);
+	duckdb_vector_assign_string_element_len(vec, row, tmp, len);
+}
+
 // copy_utf8_w is copy_utf8 for offsets of W bytes (a constant, so that each
 // width gets its own loop). col->length is the character buffer's length.
 static inline void copy_utf8_w(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n, int w) {
@@ -348,9 +363,17 @@ static inline void copy_utf8_w(duckdb_vector vec, const rs_col *col, uint8_t *ou
 			continue;
 		}
 		int64_t o0 = offset_at(col->offsets, w, i), o1 = offset_at(col->offsets, w, i + 1);
+		if (__builtin_expect(o0 < 0 || o1 < o0 || o1 > col->length, 0)) {
+			// A corrupt chunk, or a mapped file another process wrote
+			// since the chunk was decoded.
+			rs_bad_bytes();
+			o0 = o1 = 0;
+		}
 		uint32_t len = (uint32_t)(o1 - o0);
 		if (len <= 12) {
 			write_inline(&slots[dst + r], chars + o0, len, col->length - o0);
+		} else if (col->mapped) {
+			assign_mapped(vec, dst + r, chars + o0, len);
 		} else {
 			duckdb_vector_assign_string_element_len(vec, dst + r, chars + o0, len);
 		}

@@ -51,6 +51,7 @@ typedef struct rs_col {
 	int32_t in_width;          // RS_DECIMAL, RS_DICT: input integer width
 	int32_t nchildren;
 	int32_t signed_index;      // RS_DICT: the indices are signed
+	int32_t mapped;            // the buffers are a file's mapping: rs_fill_guarded only
 	int64_t unit;              // RS_SCALE_I64, RS_I32_TO_I64, RS_DURATION: see scale()
 	int64_t base;              // Arrow offset of the array
 	int64_t length;            // RS_CONST_STR: string length; RS_UTF8: the character buffer's length
@@ -64,6 +65,24 @@ typedef struct rs_col {
 // rs_fill copies rows [start, start+nrows) of ncols columns into out and sets
 // its size; nrows is at most rs_vector_size().
 void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows);
+
+// rs_fill_guarded is rs_fill under a guard (guard.c): it returns 0, or
+// RS_GUARD_FAULT when a read of a mapped buffer raised SIGBUS (the file was
+// truncated), or RS_GUARD_BAD_BYTES when a string offset did not fit its
+// buffer (the file changed). The chunk is then partly filled: fail the
+// query. Call rs_guard_install first, once any buffer may be a mapping.
+enum { RS_GUARD_FAULT = 1, RS_GUARD_BAD_BYTES = 2 };
+int rs_fill_guarded(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows);
+void rs_guard_install(void);
+// rs_bad_bytes ends the guarded copy with RS_GUARD_BAD_BYTES; it returns
+// (and the kernel goes on with an empty value) outside a guard.
+void rs_bad_bytes(void);
+// rs_scratch returns n bytes that last until the guarded copy ends (NULL
+// outside a guard or if memory is short).
+char *rs_scratch(size_t n);
+// rs_guarded_sum adds every 512th byte of [p, p+n) under a guard, setting
+// *why as rs_fill_guarded returns it: the guard's test.
+uint64_t rs_guarded_sum(const uint8_t *p, size_t n, int *why);
 
 // rs_fill_vector copies logical rows [src, src+n) of col into vec at rows
 // [dst, dst+n): the one entry to the per-type copy kernels (a dispatch by

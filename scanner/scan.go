@@ -34,11 +34,15 @@ type Scan struct {
 	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap starts at the knee
 	knee   kneeProbe
 	fields []int // plan fields to produce, in plan order
+	// mappable: the plan's columns may be read from a file's mapping
+	// (mmap.go).
+	mappable bool
 	// projected: fetch only fields' buffers of IPC files.
 	projected bool
 	estimate  int64 // wire bytes of a chunk whose size is unknown
 	ready     *readyQueue
 	wg        sync.WaitGroup
+	unmaps    sync.WaitGroup // Batch.Close's unmapping of chunks closed so far
 	slots     chan struct{}
 	hold      *iosched.Hold      // keeps the first chunk's domain open until Close
 	sched     *iosched.Scheduler // the first chunk's domain, for utilization
@@ -73,6 +77,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		slots: make(chan struct{}, maxChunksInFlight)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.estimate = p.firstLen
+	s.mappable = mappable(p.Schema)
 	s.projected = s.planProjection(fields)
 
 	var total, largest int64
@@ -243,6 +248,9 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	// Buffers above budget.PoolMin, fetched or decoded, come from the
 	// budget's pool: memory earlier chunks already faulted in.
 	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease}
+	if s.mappable {
+		mem.maps = &mapping{lease: lease}
+	}
 	batches, cols, retained, err := s.load(c, mem, project)
 	if err != nil {
 		// A failed fetch may still be writing into the lease's buffer.
@@ -277,7 +285,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 			share = int64(float64(perVector) * float64(b.NumRows()) / float64(rows))
 		}
 		left -= share
-		out = append(out, &Batch{Chunk: c, Record: b, cols: cols, share: share, cl: cl, scan: s,
+		out = append(out, &Batch{Chunk: c, Record: b, cols: cols, share: share, cl: cl, scan: s, mapped: mem.maps.mapped(),
 			perRow: float64(share) / math.Max(1, float64(b.NumRows()))})
 		s.batches.Add(1)
 		s.rows.Add(b.NumRows())
@@ -292,7 +300,9 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 // with mem. It returns the batches, the field → column map for them (nil:
 // the plan's schema), and the wire bytes the batches keep referencing
 // (zero-copy decode).
-func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool) ([]arrow.RecordBatch, []int, int64, error) {
+func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool) (_ []arrow.RecordBatch, _ []int, _ int64, err error) {
+	defer faultFails(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // the decode of a mapping
 	if project {
 		return s.loadColumns(c, mem)
 	}
@@ -308,16 +318,31 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		s.plan.firstMu.Unlock()
 	}
 	var lease *budget.Lease
+	var maps *mapping
 	if ca, ok := mem.(*countingAllocator); ok {
-		lease = ca.lease
+		lease, maps = ca.lease, ca.maps
 	}
 	var into []byte
 	if data == nil {
 		early := s.adoptEarly(c)
-		if n := c.WireLength(); n > 0 && lease != nil {
+		n := c.WireLength()
+		switch {
+		case early == nil && maps != nil:
+			// A mapping where the store maps (maps.request decides);
+			// else the pool's buffer, the lease's until it closes.
+			prepare := func(r *iosched.Request) {
+				r.Alloc = func(k int) []byte { into = lease.Buffer(k); return into }
+				maps.request(r)
+			}
+			var err error
+			if data, err = s.plan.fetchWhole(c, s.id, prepare, s.submit); err != nil {
+				return nil, nil, 0, err
+			}
+		case n > 0 && lease != nil:
 			into = lease.Buffer(int(n)) // the lease's until it closes
 		}
 		switch {
+		case data != nil:
 		case early != nil && len(into) >= len(early):
 			// Into the pool, like every fetched chunk: the budget's bytes
 			// are the pool's, and the early buffer goes at once.
@@ -326,7 +351,7 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 			data = early
 		default:
 			var err error
-			if data, err = s.plan.fetchWhole(c, s.id, into, s.submit); err != nil {
+			if data, err = s.plan.fetchWhole(c, s.id, func(r *iosched.Request) { r.Buffer = into }, s.submit); err != nil {
 				return nil, nil, 0, err
 			}
 		}
@@ -382,14 +407,16 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	// versitygw peak at 183 MiB of RSS and 39k page faults, against 129 MiB
 	// and 22k for all four.
 	var alloc func(int) []byte
+	var maps *mapping
 	if ca, ok := mem.(*countingAllocator); ok && ca.lease != nil {
-		alloc = ca.lease.Buffer
+		alloc, maps = ca.lease.Buffer, ca.maps
 	}
 	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
 		reqs := make([]iosched.Request, len(rs))
 		for i, r := range rs {
 			reqs[i] = iosched.Request{Store: st, Name: name, Offset: c.Offset + r.Offset, Length: r.Length,
 				Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, Alloc: alloc}
+			maps.request(&reqs[i])
 		}
 		return s.submit(sched, reqs)
 	}
@@ -502,6 +529,7 @@ func (s *Scan) Close() {
 		s.ready.close()
 		s.wg.Wait()
 		s.ready.close() // batches queued while the goroutines wound down
+		s.unmaps.Wait()
 		s.end = time.Now()
 		s.ioEnd = s.sched.Stats()
 		s.sched.SetQueryLimit(s.id, 0)
@@ -580,7 +608,13 @@ type Batch struct {
 	perRow float64
 	cl     *chunkLease
 	scan   *Scan
+	mapped bool // some buffers are a file's mapping (see mmap.go)
 }
+
+// Mapped reports whether some of the batch's buffers are a mapping of a
+// local file, which another process may change or truncate under the scan:
+// a reader must check every offset it follows, and survive SIGBUS.
+func (b *Batch) Mapped() bool { return b.mapped }
 
 // Column returns the array of plan field f, or nil if the batch does not
 // hold it (a field the scan was not asked for).
@@ -637,7 +671,20 @@ func (b *Batch) Close() {
 		b.share = 0
 	}
 	if b.cl.open--; b.cl.open == 0 {
-		b.cl.lease.Close() // rounding leftovers
+		if b.mapped {
+			// munmap tears down the chunk's page tables and waits for the
+			// other CPUs to flush their TLBs: 8 % of a local scan's wall
+			// time on the consumer's thread (1.02 GiB in 31 MB chunks,
+			// 0.36 s against 0.33 s without unmapping). Off it, then; the
+			// bytes go back to the budget once the pages are gone.
+			b.scan.unmaps.Add(1)
+			go func(l *budget.Lease) {
+				defer b.scan.unmaps.Done()
+				l.Close()
+			}(b.cl.lease)
+		} else {
+			b.cl.lease.Close() // rounding leftovers
+		}
 	}
 	b.cl.mu.Unlock()
 }
@@ -651,6 +698,7 @@ type countingAllocator struct {
 	memory.Allocator
 	live  atomic.Int64
 	lease *budget.Lease
+	maps  *mapping // nil: the chunk is never mapped
 
 	mu        sync.Mutex // orders allocations' Grow before the Commit
 	committed bool

@@ -150,8 +150,9 @@ func (p *Plan) Select(keep func(c *Chunk) bool) int {
 // scheduler's Fetch at bind, the scan's accounted submit later). A known
 // length is asked for exactly: one buffer of the right size, and the
 // scheduler can split the range into parallel parts.
-// into, if long enough, receives the bytes (see iosched.Request.Buffer).
-func (p *Plan) fetchWhole(c *Chunk, query uint64, into []byte, run func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)) ([]byte, error) {
+// prepare, if not nil, sets where the bytes go (iosched.Request's Buffer,
+// Alloc and Map).
+func (p *Plan) fetchWhole(c *Chunk, query uint64, prepare func(*iosched.Request), run func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)) ([]byte, error) {
 	if c.Size == 0 {
 		return nil, &ChunkError{Chunk: c, Err: fmt.Errorf("%w: the object is empty", ErrBadChunk)}
 	}
@@ -160,8 +161,12 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, into []byte, run func(*iosched
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
 	defer h.Release()
-	data, err := run(h.Scheduler, []iosched.Request{{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: c.WireLength(),
-		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}, Buffer: into}})
+	r := iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: c.WireLength(),
+		Priority: iosched.Priority{Query: query, Seq: int64(c.Row)}}
+	if prepare != nil {
+		prepare(&r)
+	}
+	data, err := run(h.Scheduler, []iosched.Request{r})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}

@@ -27,6 +27,16 @@ import (
 // (truncated or garbage IPC). Its text, "bad chunk", is what users see.
 var ErrMalformed = errors.New("bad chunk")
 
+// repanicFault panics again with r when it is a fault on memory: data in
+// a mapping that failed under the decode (a file truncated while mapped;
+// the caller ran it under debug.SetPanicOnFault). That is not the chunk's
+// content, and the caller, who knows it mapped, reports it.
+func repanicFault(r any) {
+	if _, ok := r.(interface{ Addr() uintptr }); ok {
+		panic(r)
+	}
+}
+
 // fileMagic starts (and ends) an Arrow IPC file; a stream has no magic.
 var fileMagic = []byte("ARROW1")
 
@@ -38,6 +48,7 @@ func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []
 	mem = guard
 	defer func() {
 		if r := recover(); r != nil {
+			repanicFault(r)
 			for _, b := range batches {
 				b.Release()
 			}
@@ -91,7 +102,8 @@ func ReleaseAll(batches []arrow.RecordBatch) {
 func openIPCFile(data []byte, mem memory.Allocator) (*ipc.FileReader, error) {
 	r, err, panicked := func() (r *ipc.FileReader, err error, panicked bool) {
 		defer func() {
-			if recover() != nil {
+			if r := recover(); r != nil {
+				repanicFault(r)
 				panicked = true
 			}
 		}()

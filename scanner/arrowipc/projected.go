@@ -137,6 +137,7 @@ func columnRange(rb *ipcBatch, c columnLayout) Range {
 func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at int64, mem memory.Allocator) (arr arrow.Array, err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			repanicFault(r)
 			arr, err = nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, r)
 		}
 	}()
