@@ -15,7 +15,7 @@ import (
 //
 // A mapping can fail to read later, with SIGBUS, if the file is truncated
 // while it is mapped; whoever reads it must survive that (debug.SetPanicOnFault
-// in Go; a guard in C, see cabi's rs_fill).
+// in Go; a guard in C, see cabi's rs_fill_guarded).
 type Mapper interface {
 	// MapRange maps length bytes of name from off (length < 0: to the end
 	// of the object; 0 is ErrUnsupported) and faults the pages
