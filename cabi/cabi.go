@@ -427,9 +427,6 @@ func (t *threadState) fill(out C.duckdb_data_chunk) error {
 			t.dropBatch()
 			continue
 		}
-		if t.batch.Mapped() {
-			installGuard()
-		}
 		switch C.rs_fill_guarded(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.int64_t(start), C.idx_t(n)) {
 		case C.RS_GUARD_FAULT:
 			return &scanner.ChunkError{Chunk: t.batch.Chunk, Err: fmt.Errorf("%w: SIGBUS reading the file's mapping: it was truncated during the scan", scanner.ErrBadChunk)}
@@ -470,6 +467,7 @@ func (t *threadState) describe(b *scanner.Batch) {
 		}
 	}
 	if b.Mapped() { // only flat columns are mapped: no child to mark
+		installGuard() // before the first copy of a mapped batch
 		for i := range t.cols {
 			t.cols[i].mapped = 1
 		}

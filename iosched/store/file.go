@@ -36,7 +36,7 @@ func (s *fileStore) fail(op, name, rng string, err error) error {
 // file is closed with the reader. The context is only checked up front: a
 // local read does not block for long.
 func (s *fileStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
-	f, length, err := s.openRange(ctx, "GET", name, off, length)
+	f, _, length, err := s.openRange(ctx, "GET", name, off, length)
 	if err != nil {
 		return nil, err
 	}
@@ -44,28 +44,28 @@ func (s *fileStore) GetRange(ctx context.Context, name string, off, length int64
 }
 
 // openRange opens the file name for a request op of length bytes from off
-// (length < 0: to the end of the file), and returns it with the range's
-// length, once the range lies inside the file.
-func (s *fileStore) openRange(ctx context.Context, op, name string, off, length int64) (*os.File, int64, error) {
+// (length < 0: to the end of the file), and returns it with its FileInfo
+// and the range's length, once the range lies inside the file.
+func (s *fileStore) openRange(ctx context.Context, op, name string, off, length int64) (*os.File, fs.FileInfo, int64, error) {
 	rng := rangeHeader(off, length)
 	if err := checkRange(off, length); err != nil {
-		return nil, 0, s.fail(op, name, rng, err)
+		return nil, nil, 0, s.fail(op, name, rng, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, s.fail(op, name, rng, err)
+		return nil, nil, 0, s.fail(op, name, rng, err)
 	}
 	f, err := os.Open(filepath.FromSlash(name))
 	if err != nil {
-		return nil, 0, s.fail(op, name, rng, err)
+		return nil, nil, 0, s.fail(op, name, rng, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, s.fail(op, name, rng, err)
+		return nil, nil, 0, s.fail(op, name, rng, err)
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, 0, s.fail(op, name, rng, ErrNotFound)
+		return nil, nil, 0, s.fail(op, name, rng, ErrNotFound)
 	}
 	size := st.Size()
 	if length < 0 {
@@ -73,9 +73,9 @@ func (s *fileStore) openRange(ctx context.Context, op, name string, off, length 
 	}
 	if off >= size || off+length > size {
 		f.Close()
-		return nil, 0, s.fail(op, name, rng, rangeErr(size))
+		return nil, nil, 0, s.fail(op, name, rng, rangeErr(size))
 	}
-	return f, length, nil
+	return f, st, length, nil
 }
 
 type fileBody struct {

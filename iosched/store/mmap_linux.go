@@ -14,12 +14,12 @@ func (s *fileStore) MapRange(ctx context.Context, name string, off, length int64
 	if length == 0 {
 		return nil, s.fail("MAP", name, rangeHeader(off, length), ErrUnsupported)
 	}
-	f, length, err := s.openRange(ctx, "MAP", name, off, length)
+	f, st, length, err := s.openRange(ctx, "MAP", name, off, length)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close() // the mapping outlives the descriptor
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	if !st.Mode().IsRegular() {
 		return nil, s.fail("MAP", name, rangeHeader(off, length), ErrUnsupported) // a device, a pipe
 	}
 	page := int64(os.Getpagesize())
