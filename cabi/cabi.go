@@ -20,7 +20,10 @@ void rs_add_named_parameter(uintptr_t f, const char *name, duckdb_type t);
 import "C"
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"runtime"
 	"runtime/cgo"
 	"runtime/debug"
@@ -70,7 +73,16 @@ type threadState struct {
 	batch *scanner.Batch
 	cols  []C.rs_col // reused for every fill; Go memory holding pinned pointers
 	pin   runtime.Pinner
+	// mapped lists the buffers of the batch that are a file's mapping: the
+	// only addresses where the guard takes a SIGBUS for a truncated file.
+	mapped    []C.rs_range
+	recording bool // describe is collecting mapped
 }
+
+// ErrOutOfRange is wrapped by the error of a scan that meets a value its
+// DuckDB type cannot hold (a duration of MinInt64 seconds, a DECIMAL with
+// more digits than its precision): never a wrapped or cut value.
+var ErrOutOfRange = errors.New("value out of range")
 
 // vectorSize is the most rows one output chunk holds: the engine's
 // STANDARD_VECTOR_SIZE, a build-time constant of DuckDB (2048 by default,
@@ -80,6 +92,21 @@ var vectorSize = sync.OnceValue(func() int64 { return int64(C.rs_vector_size()) 
 // errorText turns a recovered panic value into an error message.
 func errorText(r any) string {
 	return fmt.Sprintf("remote_segments: internal error (panic): %v", r)
+}
+
+// panicReports is where a recovered panic that no DuckDB error can carry is
+// reported (a delete callback, a load-time registration, a progress or
+// filter callback): the host's standard error, which the CLI shows and a Go
+// program keeps. Tests replace it.
+var panicReports io.Writer = os.Stderr
+
+// reportPanic reports r, recovered in the exported function where, with the
+// stack that raised it, and returns the message it wrote first. A recovered
+// panic is never dropped without a word.
+func reportPanic(where string, r any) string {
+	msg := fmt.Sprintf("remote_segments: internal error (panic) in %s: %v", where, r)
+	fmt.Fprintf(panicReports, "%s\n%s\n", msg, debug.Stack())
+	return msg
 }
 
 func setBindError(info C.duckdb_bind_info, msg string) {
@@ -94,18 +121,28 @@ func withCString(s string, f func(*C.char)) {
 
 //export rsDeleteHandle
 func rsDeleteHandle(h C.uintptr_t) {
-	defer func() { _ = recover() }() // nowhere to report; never crash the host
-	if h == 0 {
-		return
+	if h != 0 {
+		deleteHandle(cgo.Handle(h))
 	}
-	handle := cgo.Handle(h)
+}
+
+// deleteHandle closes what DuckDB no longer holds (a query's scan, a
+// thread's batch) and deletes its handle, also when closing panics: no
+// DuckDB error can be set from a delete callback, so the panic is reported
+// (reportPanic) and the host goes on.
+func deleteHandle(handle cgo.Handle) {
+	defer func() {
+		if r := recover(); r != nil {
+			reportPanic("rsDeleteHandle", r)
+		}
+	}()
+	defer handle.Delete()
 	switch s := handle.Value().(type) {
 	case *scanState:
 		s.rows.close()
 	case *threadState:
 		s.dropBatch()
 	}
-	handle.Delete()
 }
 
 // rsShareHandle returns a new handle to the value of h (0 for 0), for a
@@ -113,7 +150,13 @@ func rsDeleteHandle(h C.uintptr_t) {
 // to the same Host.
 //
 //export rsShareHandle
-func rsShareHandle(h C.uintptr_t) C.uintptr_t {
+func rsShareHandle(h C.uintptr_t) (shared C.uintptr_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			reportPanic("rsShareHandle", r)
+			shared = 0 // the function runs with a zero Host
+		}
+	}()
 	if h == 0 {
 		return 0
 	}
@@ -122,7 +165,11 @@ func rsShareHandle(h C.uintptr_t) C.uintptr_t {
 
 //export rsAddNamedParameters
 func rsAddNamedParameters(f C.uintptr_t) {
-	defer func() { _ = recover() }() // at load time: a missing parameter beats a crash
+	defer func() { // at load time: a missing parameter beats a crash
+		if r := recover(); r != nil {
+			reportPanic("rsAddNamedParameters", r)
+		}
+	}()
 	for _, p := range namedParameters {
 		withCString(p.name, func(cs *C.char) { C.rs_add_named_parameter(f, cs, p.duckType) })
 	}
@@ -197,7 +244,7 @@ func bindConfig(info C.duckdb_bind_info) (*Host, scanner.Config, shardSpec, erro
 	if err != nil {
 		return nil, scanner.Config{}, shardSpec{}, err
 	}
-	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process, Admit: sandbox.sources()}
+	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process, Owner: host.owner, Admit: sandbox.sources()}
 	if err := readSource(info, &cfg); err != nil {
 		return nil, cfg, shardSpec{}, err
 	}
@@ -427,15 +474,41 @@ func (t *threadState) fill(out C.duckdb_data_chunk) error {
 			t.dropBatch()
 			continue
 		}
-		switch C.rs_fill_guarded(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.int64_t(start), C.idx_t(n)) {
-		case C.RS_GUARD_FAULT:
-			return &scanner.ChunkError{Chunk: t.batch.Chunk, Err: fmt.Errorf("%w: SIGBUS reading the file's mapping: it was truncated during the scan", scanner.ErrBadChunk)}
-		case C.RS_GUARD_BAD_BYTES:
-			return &scanner.ChunkError{Chunk: t.batch.Chunk, Err: fmt.Errorf("%w: a string offset does not fit its buffer: the file is corrupt, or was written during the scan", scanner.ErrBadChunk)}
+		var f C.rs_fault
+		C.rs_fill_guarded(out, unsafe.SliceData(t.cols), C.idx_t(len(t.cols)), C.int64_t(start), C.idx_t(n),
+			unsafe.SliceData(t.mapped), C.size_t(len(t.mapped)), &f)
+		if f.why != 0 {
+			return &scanner.ChunkError{Chunk: t.batch.Chunk, Err: t.fault(&f)}
 		}
 		t.batch.Consumed(n) // the copy is the consumption: give the bytes back
 		return nil
 	}
+}
+
+// fault describes why a guarded copy stopped.
+func (t *threadState) fault(f *C.rs_fault) error {
+	switch f.why {
+	case C.RS_GUARD_FAULT:
+		return fmt.Errorf("%w: SIGBUS reading the file's mapping: it was truncated during the scan", scanner.ErrBadChunk)
+	case C.RS_GUARD_BAD_BYTES:
+		return fmt.Errorf("%w: a string offset does not fit its buffer: the file is corrupt, or was written during the scan", scanner.ErrBadChunk)
+	}
+	col := t.scan.bind.columns[t.scan.projection[f.column]]
+	arrowType := "?"
+	if col.field >= 0 {
+		arrowType = t.batch.Record.Schema().Field(col.field).Type.String()
+	}
+	switch f.why {
+	case C.RS_GUARD_RANGE:
+		value := "a value"
+		if f.has_value != 0 {
+			value = fmt.Sprintf("the value %d", int64(f.value))
+		}
+		return fmt.Errorf("%w: column %q (Arrow %s): %s does not fit DuckDB's %s", ErrOutOfRange, col.name, arrowType, value, logicalName(col.typ))
+	case C.RS_GUARD_NO_MEMORY:
+		return fmt.Errorf("remote_segments: column %q: no memory to copy a value of %d bytes", col.name, int64(f.value))
+	}
+	return fmt.Errorf("remote_segments: column %q: the copy stopped (guard verdict %d)", col.name, int(f.why))
 }
 
 // installGuard installs guard.c's SIGBUS handler, once: before the first
@@ -447,6 +520,8 @@ var installGuard = sync.OnceFunc(func() { C.rs_guard_install() })
 func (t *threadState) dropBatch() {
 	t.pin.Unpin()
 	clear(t.cols)
+	clear(t.mapped)
+	t.mapped = t.mapped[:0]
 	t.batch.Close()
 	t.batch = nil
 }
@@ -454,6 +529,9 @@ func (t *threadState) dropBatch() {
 // describe points t.cols at the buffers of b, pinning every Go buffer until
 // the next Unpin.
 func (t *threadState) describe(b *scanner.Batch) {
+	clear(t.mapped)
+	t.mapped, t.recording = t.mapped[:0], b.Mapped()
+	defer func() { t.recording = false }()
 	for i, oc := range t.scan.projection {
 		d := &t.cols[i]
 		col := t.scan.bind.columns[oc]
@@ -489,6 +567,8 @@ func (t *threadState) describeData(d *C.rs_col, typ *colType, a arrow.ArrayData)
 		in_width: C.int32_t(typ.inWidth),
 		unit:     C.int64_t(typ.unit),
 		base:     C.int64_t(a.Offset()),
+		lo:       C.int64_t(typ.lo),
+		hi:       C.int64_t(typ.hi),
 	}
 	if typ.signedIndex {
 		d.signed_index = 1
@@ -540,7 +620,11 @@ func (t *threadState) pinBuffer(b *memory.Buffer) unsafe.Pointer {
 	if b == nil {
 		return nil
 	}
-	return t.pinBytes(b.Bytes())
+	p := t.pinBytes(b.Bytes())
+	if t.recording && p != nil {
+		t.mapped = append(t.mapped, C.rs_range{p: (*C.uint8_t)(p), n: C.size_t(b.Len())})
+	}
+	return p
 }
 
 // pinBytes pins b's backing array (Go or C memory) and returns its address.

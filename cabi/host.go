@@ -49,6 +49,9 @@ type Host struct {
 	// progress records the scans' delivered fractions for
 	// remote_segments_stats() (progress.go).
 	progress *progressBook
+	// owner is this registration's Config.Owner (a database's): its
+	// remote_segments_stats() lists its own scans only.
+	owner uint64
 	// loadErr, when set, fails every bind: the host could not be set up
 	// (a malformed REMOTE_SEGMENTS_MEMORY_LIMIT), and the extension's entry
 	// point has no better place to say so than the first query.
@@ -100,6 +103,7 @@ func Register(con unsafe.Pointer, h Host) error {
 		h.Process = scanner.NewProcess(0)
 	}
 	h.progress = &progressBook{}
+	h.owner = h.Process.NewOwner()
 	var msg *C.char
 	if !bool(C.rs_register(C.duckdb_connection(con), C.uintptr_t(cgo.NewHandle(&h)), &msg)) {
 		return errors.New(C.GoString(msg))
@@ -109,14 +113,28 @@ func Register(con unsafe.Pointer, h Host) error {
 
 //export rsLoadableHost
 func rsLoadableHost() C.uintptr_t {
+	return C.uintptr_t(cgo.NewHandle(loadableHost()))
+}
+
+// loadableHost is the Host of one database that loads the extension. A
+// panic making it becomes the Host's load error, which every bind reports.
+func loadableHost() (h *Host) {
 	// The loadable extension's Go runtime serves only the scans. DuckDB
 	// calls the entry point once per database that loads the extension, but
 	// the shared library (and its Go runtime) once per process: every
 	// database shares the one Process.
-	h := &Host{TuneMemoryLimit: true, progress: &progressBook{}}
+	h = &Host{TuneMemoryLimit: true, progress: &progressBook{}}
+	defer func() {
+		if r := recover(); r != nil {
+			h.loadErr = errors.New(reportPanic("loading remote_segments", r))
+		}
+	}()
 	h.Process, h.loadErr = loadableProcess()
+	if h.Process != nil {
+		h.owner = h.Process.NewOwner()
+	}
 	loadableProcs()
-	return C.uintptr_t(cgo.NewHandle(h))
+	return h
 }
 
 // loadableProcs gives the loadable extension's Go runtime twice its default

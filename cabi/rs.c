@@ -258,6 +258,21 @@ static inline int64_t scale(int64_t v, int64_t unit) {
 	return (v % d != 0 && v < 0) ? q - 1 : q;
 }
 
+// valid reports whether physical row i of col is not NULL.
+static inline bool valid(const rs_col *col, int64_t i) { return !col->validity || bit_at(col->validity, i); }
+
+// convert is scale(v, col->unit) checked against the DuckDB type: a product
+// that overflows, or a result outside [col->lo, col->hi], ends the copy
+// (rs_out_of_range) unless row i is NULL, whose value is arbitrary.
+static inline int64_t convert(const rs_col *col, int64_t v, int64_t i) {
+	int64_t r;
+	bool over = col->unit > 0 ? __builtin_mul_overflow(v, col->unit, &r) : (r = scale(v, col->unit), false);
+	if (__builtin_expect(over || r < col->lo || r > col->hi, 0) && valid(col, i)) {
+		rs_out_of_range(v, true);
+	}
+	return r;
+}
+
 static float half_to_float(uint16_t h) {
 	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
 	if (exp == 0) {
@@ -345,7 +360,7 @@ static void assign_mapped(duckdb_vector vec, idx_t row, const char *s, uint32_t 
 	char small[256];
 	char *tmp = len <= sizeof small ? small : rs_scratch(len);
 	if (tmp == NULL) {
-		duckdb_vector_assign_string_element_len(vec, row, s, len);
+		rs_no_memory(len); // never hand DuckDB the mapping itself
 		return;
 	}
 	memcpy(tmp, s, len);
@@ -419,7 +434,12 @@ static void copy_fixed_binary(duckdb_vector vec, const rs_col *col, uint8_t *out
 		if (col->validity && !bit_at(col->validity, i)) {
 			continue;
 		}
-		write_string(vec, &slots[dst + r], dst + r, (const char *)col->data + i * col->width, (uint32_t)col->width);
+		const char *v = (const char *)col->data + i * col->width;
+		if (col->mapped && col->width > 12) {
+			assign_mapped(vec, dst + r, v, (uint32_t)col->width);
+		} else {
+			write_string(vec, &slots[dst + r], dst + r, v, (uint32_t)col->width);
+		}
 	}
 }
 
@@ -438,7 +458,7 @@ static void copy_scale_i64(duckdb_vector vec, const rs_col *col, uint8_t *out, i
 	int64_t *o = (int64_t *)out + dst;
 	const int64_t *in = (const int64_t *)col->data + p;
 	for (idx_t r = 0; r < n; r++) {
-		o[r] = scale(in[r], col->unit);
+		o[r] = convert(col, in[r], p + (int64_t)r);
 	}
 }
 
@@ -446,7 +466,7 @@ static void copy_i32_to_i64(duckdb_vector vec, const rs_col *col, uint8_t *out, 
 	int64_t *o = (int64_t *)out + dst;
 	const int32_t *in = (const int32_t *)col->data + p;
 	for (idx_t r = 0; r < n; r++) {
-		o[r] = (int64_t)in[r] * col->unit;
+		o[r] = convert(col, in[r], p + (int64_t)r);
 	}
 }
 
@@ -454,13 +474,38 @@ static void copy_date64(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_
 	int32_t *o = (int32_t *)out + dst;
 	const int64_t *in = (const int64_t *)col->data + p;
 	for (idx_t r = 0; r < n; r++) {
-		o[r] = (int32_t)scale(in[r], -86400000LL);
+		// lo and hi are within int32_t: DATE's range.
+		o[r] = (int32_t)convert(col, in[r], p + (int64_t)r);
 	}
 }
 
+// pow10_128 returns 10^d for d in [0, 38].
+static __int128 pow10_128(int d) {
+	__int128 v = 1;
+	while (d-- > 0) {
+		v *= 10;
+	}
+	return v;
+}
+
+// copy_decimal narrows each value to DuckDB's width after checking that it
+// has at most col->hi digits (the declared precision) and, for 32-byte
+// input, that the high half only extends the low half's sign: a value the
+// DECIMAL cannot hold ends the copy instead of being cut.
 static void copy_decimal(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	__int128 limit = pow10_128((int)col->hi);
 	for (idx_t r = 0; r < n; r++) {
-		__int128 v = read_int(col->data + (p + (int64_t)r) * col->in_width, col->in_width);
+		const uint8_t *in = col->data + (p + (int64_t)r) * col->in_width;
+		__int128 v = read_int(in, col->in_width);
+		bool fits = v < limit && v > -limit;
+		if (col->in_width == 32) {
+			__int128 high;
+			memcpy(&high, in + 16, 16);
+			fits = fits && high == (v < 0 ? -1 : 0);
+		}
+		if (__builtin_expect(!fits, 0) && valid(col, p + (int64_t)r)) {
+			rs_out_of_range(0, false);
+		}
 		memcpy(out + (dst + r) * col->width, &v, col->width); // little-endian: the low bytes
 	}
 }
@@ -469,7 +514,7 @@ static void copy_duration(duckdb_vector vec, const rs_col *col, uint8_t *out, id
 	rs_interval *o = (rs_interval *)out + dst;
 	const int64_t *in = (const int64_t *)col->data + p;
 	for (idx_t r = 0; r < n; r++) {
-		o[r] = (rs_interval){0, 0, scale(in[r], col->unit)};
+		o[r] = (rs_interval){0, 0, convert(col, in[r], p + (int64_t)r)};
 	}
 }
 
@@ -622,6 +667,7 @@ void rs_fill_vector(duckdb_vector vec, const rs_col *col, idx_t dst, int64_t src
 
 void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows) {
 	for (idx_t c = 0; c < ncols; c++) {
+		rs_guard_column(c);
 		fill(duckdb_data_chunk_get_vector(out, c), &cols[c], 0, start, nrows);
 	}
 	duckdb_data_chunk_set_size(out, nrows);

@@ -53,6 +53,12 @@ typedef struct rs_col {
 	int32_t signed_index;      // RS_DICT: the indices are signed
 	int32_t mapped;            // the buffers are a file's mapping: rs_fill_guarded only
 	int64_t unit;              // RS_SCALE_I64, RS_I32_TO_I64, RS_DURATION: see scale()
+	// RS_SCALE_I64, RS_I32_TO_I64, RS_DATE64, RS_DURATION: a converted value
+	// must not overflow and must lie in [lo, hi] (the DuckDB type's range);
+	// RS_DECIMAL: hi is the precision, |value| < 10^hi. Else the copy
+	// fails with RS_GUARD_RANGE (rs_out_of_range). Values under a NULL are
+	// not checked.
+	int64_t lo, hi;
 	int64_t base;              // Arrow offset of the array
 	int64_t length;            // RS_CONST_STR: string length; RS_UTF8: the character buffer's length
 	const uint8_t *data;       // values / chars / the constant string / indices
@@ -66,23 +72,52 @@ typedef struct rs_col {
 // its size; nrows is at most rs_vector_size().
 void rs_fill(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows);
 
-// rs_fill_guarded is rs_fill under a guard (guard.c): it returns 0, or
-// RS_GUARD_FAULT when a read of a mapped buffer raised SIGBUS (the file was
-// truncated), or RS_GUARD_BAD_BYTES when a string offset did not fit its
-// buffer (the file changed). The chunk is then partly filled: fail the
-// query. Call rs_guard_install first, once any buffer may be a mapping.
-enum { RS_GUARD_FAULT = 1, RS_GUARD_BAD_BYTES = 2 };
-int rs_fill_guarded(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows);
+// rs_range is one buffer of a file's mapping that a guarded copy reads.
+typedef struct rs_range {
+	const uint8_t *p;
+	size_t n;
+} rs_range;
+
+// rs_fault is why a guarded copy stopped: why is 0 (it did not),
+// RS_GUARD_FAULT (a read of a mapped buffer raised SIGBUS: the file was
+// truncated), RS_GUARD_BAD_BYTES (a string offset did not fit its buffer:
+// the file changed), RS_GUARD_RANGE (a value does not fit its DuckDB type;
+// value holds it when has_value) or RS_GUARD_NO_MEMORY (no scratch memory
+// for a string of value bytes read from a mapping); column is the index of
+// the output column being copied.
+enum { RS_GUARD_FAULT = 1, RS_GUARD_BAD_BYTES = 2, RS_GUARD_RANGE = 3, RS_GUARD_NO_MEMORY = 4 };
+typedef struct rs_fault {
+	int32_t why;
+	int32_t has_value;
+	idx_t column;
+	int64_t value;
+} rs_fault;
+
+// rs_fill_guarded is rs_fill under a guard (guard.c). A SIGBUS is the
+// guard's only when it is a read past the end of a file (BUS_ADRERR) at an
+// address inside one of the nmapped ranges of mapped: any other SIGBUS goes
+// to the handler installed before the guard's, as if there were no guard.
+// On a fault the chunk is partly filled: fail the query. Call
+// rs_guard_install first, once any buffer may be a mapping.
+void rs_fill_guarded(duckdb_data_chunk out, const rs_col *cols, idx_t ncols, int64_t start, idx_t nrows,
+                     const rs_range *mapped, size_t nmapped, rs_fault *fault);
 void rs_guard_install(void);
-// rs_bad_bytes ends the guarded copy with RS_GUARD_BAD_BYTES; it returns
-// (and the kernel goes on with an empty value) outside a guard.
+// rs_bad_bytes, rs_out_of_range and rs_no_memory end the guarded copy with
+// RS_GUARD_BAD_BYTES, RS_GUARD_RANGE and RS_GUARD_NO_MEMORY; they return
+// (and the kernel goes on with a wrong value) outside a guard, which only
+// tests run.
 void rs_bad_bytes(void);
+void rs_out_of_range(int64_t value, bool has_value);
+void rs_no_memory(size_t n);
+// rs_guard_column notes which output column the guarded copy is at.
+void rs_guard_column(idx_t column);
 // rs_scratch returns n bytes that last until the guarded copy ends (NULL
 // outside a guard or if memory is short).
 char *rs_scratch(size_t n);
-// rs_guarded_sum adds every 512th byte of [p, p+n) under a guard, setting
-// *why as rs_fill_guarded returns it: the guard's test.
-uint64_t rs_guarded_sum(const uint8_t *p, size_t n, int *why);
+// rs_guarded_sum adds every 512th byte of [p, p+n) under a guard whose
+// mapped range is [p, p+n) (none when own is false), setting *why as
+// rs_fill_guarded's fault: the guard's test.
+uint64_t rs_guarded_sum(const uint8_t *p, size_t n, bool own, int *why);
 
 // rs_fill_vector copies logical rows [src, src+n) of col into vec at rows
 // [dst, dst+n): the one entry to the per-type copy kernels (a dispatch by

@@ -121,7 +121,7 @@ func rsStatsBind(info C.duckdb_bind_info) {
 		return
 	}
 	setBindData(info, cols, func([]int) (*rowSource, error) {
-		batch := &scanner.Batch{Record: statsRecord(schema, host.Process.Scans(), host)}
+		batch := &scanner.Batch{Record: statsRecord(schema, host.Process.ScansOf(host.owner), host)}
 		done := false
 		return &rowSource{
 			next: func() (*scanner.Batch, error) {

@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"unsafe"
 
@@ -50,6 +51,10 @@ type colType struct {
 	// positive, floor-divide by -unit when negative (toMicros); 0 for
 	// kinds without a unit.
 	unit int64
+	// lo and hi bound a converted value (kinds that convert: scale, time,
+	// date64, duration) to the DuckDB type's range; for DECIMAL, hi is the
+	// precision. The copy fails on a value outside them (rs_col).
+	lo, hi int64
 	// signedIndex: a dictionary's indices are signed integers.
 	signedIndex bool
 	children    []colType
@@ -116,6 +121,9 @@ var fixedTypes = map[arrow.Type]struct {
 // when negative. It is never written.
 var toMicros = map[arrow.TimeUnit]int64{arrow.Second: 1_000_000, arrow.Millisecond: 1_000, arrow.Microsecond: 1, arrow.Nanosecond: -1_000}
 
+// microsPerDay is the largest TIME: 24:00:00.
+const microsPerDay = 86_400_000_000
+
 // typeFor maps an Arrow type to its DuckDB counterpart, or says why there is none.
 func typeFor(dt arrow.DataType) (colType, error) {
 	if ft, ok := fixedTypes[dt.ID()]; ok {
@@ -141,27 +149,38 @@ func typeFor(dt arrow.DataType) (colType, error) {
 	case *arrow.FixedSizeBinaryType:
 		return colType{duck: C.DUCKDB_TYPE_BLOB, kind: kindFixedBinary, width: t.ByteWidth}, nil
 	case *arrow.Date64Type:
-		return colType{duck: C.DUCKDB_TYPE_DATE, kind: kindDate64}, nil
+		// DATE is int32 days; its largest and smallest values mean
+		// ±infinity, which Arrow has no way to say.
+		return colType{duck: C.DUCKDB_TYPE_DATE, kind: kindDate64, unit: -86_400_000, lo: -math.MaxInt32 + 1, hi: math.MaxInt32 - 1}, nil
 	case *arrow.TimestampType:
+		// DuckDB reads every timestamp as microseconds at some point, and
+		// takes ±MaxInt64 microseconds for ±infinity: a value is checked
+		// whenever its unit is coarser, where the product may overflow.
 		if t.TimeZone != "" {
 			// TIMESTAMP WITH TIME ZONE exists in microseconds only.
 			if t.Unit == arrow.Microsecond {
 				return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindFixed, width: 8}, nil
 			}
-			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindScaleI64, unit: toMicros[t.Unit]}, nil
+			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindScaleI64, unit: toMicros[t.Unit], lo: -math.MaxInt64 + 1, hi: math.MaxInt64 - 1}, nil
 		}
-		duck := map[arrow.TimeUnit]C.duckdb_type{arrow.Second: C.DUCKDB_TYPE_TIMESTAMP_S, arrow.Millisecond: C.DUCKDB_TYPE_TIMESTAMP_MS,
-			arrow.Microsecond: C.DUCKDB_TYPE_TIMESTAMP, arrow.Nanosecond: C.DUCKDB_TYPE_TIMESTAMP_NS}[t.Unit]
-		return colType{duck: duck, kind: kindFixed, width: 8}, nil
+		switch t.Unit {
+		case arrow.Second, arrow.Millisecond: // stored as they are, checked: unit 1
+			duck := map[arrow.TimeUnit]C.duckdb_type{arrow.Second: C.DUCKDB_TYPE_TIMESTAMP_S, arrow.Millisecond: C.DUCKDB_TYPE_TIMESTAMP_MS}[t.Unit]
+			max := (math.MaxInt64 - 1) / toMicros[t.Unit]
+			return colType{duck: duck, kind: kindScaleI64, unit: 1, lo: -max, hi: max}, nil
+		case arrow.Microsecond:
+			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP, kind: kindFixed, width: 8}, nil
+		default:
+			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_NS, kind: kindFixed, width: 8}, nil
+		}
 	case *arrow.Time32Type:
-		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindI32ToI64, unit: toMicros[t.Unit]}, nil
+		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindI32ToI64, unit: toMicros[t.Unit], lo: 0, hi: microsPerDay}, nil
 	case *arrow.Time64Type:
-		if t.Unit == arrow.Microsecond {
-			return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindFixed, width: 8}, nil
-		}
-		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindScaleI64, unit: toMicros[t.Unit]}, nil
+		// Checked in every unit: a TIME outside the day makes DuckDB fail
+		// with an internal error where it prints or casts it.
+		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindScaleI64, unit: toMicros[t.Unit], lo: 0, hi: microsPerDay}, nil
 	case *arrow.DurationType:
-		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindDuration, unit: toMicros[t.Unit]}, nil
+		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindDuration, unit: toMicros[t.Unit], lo: math.MinInt64, hi: math.MaxInt64}, nil
 	case *arrow.MonthIntervalType:
 		return colType{duck: C.DUCKDB_TYPE_INTERVAL, kind: kindIntervalYM}, nil
 	case *arrow.DayTimeIntervalType:
@@ -246,7 +265,7 @@ func decimalType(t arrow.DecimalType) (colType, error) {
 		width = 8
 	}
 	inWidth := t.(arrow.FixedWidthDataType).BitWidth() / 8
-	return colType{duck: C.DUCKDB_TYPE_DECIMAL, decWidth: uint8(p), decScale: uint8(s), kind: kindDecimal, width: width, inWidth: inWidth}, nil
+	return colType{duck: C.DUCKDB_TYPE_DECIMAL, decWidth: uint8(p), decScale: uint8(s), kind: kindDecimal, width: width, inWidth: inWidth, hi: int64(p)}, nil
 }
 
 // logicalType creates the DuckDB logical type of t; the caller destroys it
@@ -293,6 +312,17 @@ func logicalType(t colType) C.duckdb_logical_type {
 	return C.rs_type_primitive(t.duck)
 }
 
+// logicalName names the DuckDB type t declares, for error messages.
+func logicalName(t colType) string {
+	switch {
+	case t.kind == kindDict:
+		return logicalName(t.children[0])
+	case t.duck == C.DUCKDB_TYPE_DECIMAL:
+		return fmt.Sprintf("DECIMAL(%d,%d)", t.decWidth, t.decScale)
+	}
+	return duckNames[t.duck]
+}
+
 // duckNames names the DuckDB types typeFor produces, for String.
 var duckNames = map[C.duckdb_type]string{
 	C.DUCKDB_TYPE_BOOLEAN: "BOOLEAN", C.DUCKDB_TYPE_TINYINT: "TINYINT", C.DUCKDB_TYPE_SMALLINT: "SMALLINT",
@@ -319,7 +349,7 @@ func (t colType) String() string {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"width", int64(t.width)}, {"in_width", int64(t.inWidth)}, {"unit", t.unit}} {
+	}{{"width", int64(t.width)}, {"in_width", int64(t.inWidth)}, {"unit", t.unit}, {"lo", t.lo}, {"hi", t.hi}} {
 		if f.v != 0 {
 			fmt.Fprintf(&b, " %s=%d", f.name, f.v)
 		}

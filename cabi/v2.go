@@ -30,7 +30,7 @@ func rsV2Bind(info C.duckdb_bind_info) {
 //
 //export rsV2LoadableHost
 func rsV2LoadableHost() C.uintptr_t {
-	h := cgo.Handle(rsLoadableHost()).Value().(*Host)
+	h := loadableHost()
 	h.settings = readV2Setting
 	return C.uintptr_t(cgo.NewHandle(h))
 }
@@ -51,7 +51,11 @@ func readV2Setting(info C.duckdb_bind_info, setting string) (string, bool) {
 //
 //export rsV2AddSettings
 func rsV2AddSettings(ext C.duckdb_v2_extension_handle, ctx C.duckdb_v2_context_handle, err *C.duckdb_v2_error_info_handle) {
-	defer func() { _ = recover() }() // at load time: a missing setting beats a crash
+	defer func() { // at load time: a missing setting beats a crash
+		if r := recover(); r != nil {
+			reportPanic("rsV2AddSettings", r)
+		}
+	}()
 	for _, p := range namedParameters {
 		name, param, desc := C.CString(settingName(p.name)), C.CString(p.name), C.CString(parameterDoc(p.name))
 		ok := C.rs_v2_add_setting(ext, ctx, name, param, desc, p.duckType, err)
@@ -68,8 +72,12 @@ func rsV2AddSettings(ext C.duckdb_v2_extension_handle, ctx C.duckdb_v2_context_h
 // returns the error text (malloc'd, the caller frees it), or NULL.
 //
 //export rsV2CheckSetting
-func rsV2CheckSetting(param, value *C.char) *C.char {
-	defer func() { _ = recover() }()
+func rsV2CheckSetting(param, value *C.char) (msg *C.char) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = C.CString(reportPanic("rsV2CheckSetting", r)) // the SET fails saying so
+		}
+	}()
 	if msg := checkSetting(C.GoString(param), C.GoString(value)); msg != "" {
 		return C.CString(msg)
 	}
@@ -83,7 +91,8 @@ func rsV2CheckSetting(param, value *C.char) *C.char {
 //export rsV2PushFilter
 func rsV2PushFilter(bind C.uintptr_t, column C.idx_t, values **C.char, n C.idx_t) (ok C.bool) {
 	defer func() {
-		if recover() != nil {
+		if r := recover(); r != nil {
+			reportPanic("rsV2PushFilter", r)
 			ok = false // not applied: DuckDB keeps the filter
 		}
 	}()
@@ -112,7 +121,11 @@ func rsV2PushFilter(bind C.uintptr_t, column C.idx_t, values **C.char, n C.idx_t
 //
 //export rsV2IsSegmentColumn
 func rsV2IsSegmentColumn(bind C.uintptr_t, column C.idx_t) C.bool {
-	defer func() { _ = recover() }()
+	defer func() {
+		if r := recover(); r != nil {
+			reportPanic("rsV2IsSegmentColumn", r) // false: not a partition column
+		}
+	}()
 	b := cgo.Handle(bind).Value().(*bindState)
 	return C.bool(int(column) < len(b.columns) && b.columns[column].field == fieldSegmentID)
 }
@@ -122,7 +135,11 @@ func rsV2IsSegmentColumn(bind C.uintptr_t, column C.idx_t) C.bool {
 //
 //export rsV2Progress
 func rsV2Progress(global C.uintptr_t) (f C.double) {
-	defer func() { _ = recover() }()
+	defer func() {
+		if r := recover(); r != nil {
+			reportPanic("rsV2Progress", r) // no progress to show
+		}
+	}()
 	s := cgo.Handle(global).Value().(*scanState)
 	if s.rows.delivery == nil {
 		return 0
@@ -136,7 +153,11 @@ func rsV2Progress(global C.uintptr_t) (f C.double) {
 //
 //export rsV2Partition
 func rsV2Partition(global, local C.uintptr_t, index *C.idx_t) *C.char {
-	defer func() { _ = recover() }()
+	defer func() {
+		if r := recover(); r != nil {
+			reportPanic("rsV2Partition", r) // no partition: DuckDB keeps the rows in one
+		}
+	}()
 	s := cgo.Handle(global).Value().(*scanState)
 	t := cgo.Handle(local).Value().(*threadState)
 	if s.rows.delivery == nil {

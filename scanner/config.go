@@ -53,6 +53,11 @@ type Config struct {
 	// parent of this scan's budget. Required: Bind and Resolve fail
 	// without it.
 	Process *Process
+	// Owner tells whose scan this is, for Process.ScansOf: a host gives
+	// each database its own, so that one database's
+	// remote_segments_stats() lists its own scans and not another's
+	// sources and errors. 0 is a valid owner.
+	Owner uint64
 
 	// Admit, if set, is asked before any object is opened (a catalog file,
 	// a listing, every chunk) with the URL or path as the scan names it; an

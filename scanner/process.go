@@ -47,7 +47,13 @@ type shared struct {
 	// nextScanID numbers the scans; the id is also the scan's query in
 	// the schedulers' priorities, so it is unique across domains.
 	nextScanID atomic.Uint64
+	// nextOwner numbers the owners of scans (NewOwner).
+	nextOwner atomic.Uint64
 }
+
+// NewOwner returns an owner (Config.Owner) no other caller of p or of a
+// Process derived from it gets: a host asks one for each database.
+func (p *Process) NewOwner() uint64 { return p.nextOwner.Add(1) }
 
 // NewProcess returns a Process whose scans together hold at most
 // memoryLimit bytes; 0 means no process-wide limit. It panics if

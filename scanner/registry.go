@@ -24,6 +24,7 @@ type registry struct {
 // ScanInfo is one row of remote_segments_stats().
 type ScanInfo struct {
 	ID     uint64
+	Owner  uint64 // Config.Owner
 	Source string
 	State  string // "running", "done", "cancelled" (ended early: a LIMIT or an interrupt) or "error"
 	Error  string
@@ -54,15 +55,29 @@ func (r *registry) finish(s *Scan) {
 
 // Scans describes the finished scans the process remembers and the running
 // ones, ordered by ID; nil for a nil Process.
-func (p *Process) Scans() []ScanInfo {
+func (p *Process) Scans() []ScanInfo { return p.scansOf(func(*Scan) bool { return true }) }
+
+// ScansOf is Scans of one owner's scans only (Config.Owner).
+func (p *Process) ScansOf(owner uint64) []ScanInfo {
+	return p.scansOf(func(s *Scan) bool { return s.plan.cfg.Owner == owner })
+}
+
+func (p *Process) scansOf(keep func(*Scan) bool) []ScanInfo {
 	if p == nil {
 		return nil
 	}
 	r := &p.scans
 	r.mu.Lock()
-	all := append([]*Scan(nil), r.finished...)
+	var all []*Scan
+	for _, s := range r.finished {
+		if keep(s) {
+			all = append(all, s)
+		}
+	}
 	for _, s := range r.running {
-		all = append(all, s)
+		if keep(s) {
+			all = append(all, s)
+		}
 	}
 	r.mu.Unlock()
 	slices.SortFunc(all, func(a, b *Scan) int { return int(a.id) - int(b.id) })
@@ -75,7 +90,7 @@ func (p *Process) Scans() []ScanInfo {
 
 func (s *Scan) info() ScanInfo {
 	state, err := s.state()
-	i := ScanInfo{ID: s.id, Source: s.plan.describeSource(), State: state, Stats: s.Stats()}
+	i := ScanInfo{ID: s.id, Owner: s.plan.cfg.Owner, Source: s.plan.describeSource(), State: state, Stats: s.Stats()}
 	if err != nil {
 		i.Error = err.Error()
 	}

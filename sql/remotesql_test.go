@@ -356,3 +356,29 @@ func TestGCSettingsStayTheProgrammers(t *testing.T) {
 		t.Errorf("with WithMemoryLimitTuning, after the scans the memory limit is %d, want none (%d)", l, int64(math.MaxInt64))
 	}
 }
+
+// Each database lists its own scans: a scan in one database is not in the
+// remote_segments_stats() of another database of the same program (its
+// source and error are that database's users' business).
+func TestStatsListOnlyTheDatabasesOwnScans(t *testing.T) {
+	leakCheck(t)
+	src, _ := writeData(t, datagen.DefaultSpec)
+	a, b := openDB(t), openDB(t)
+	count := func(db *sql.DB) (n int) {
+		t.Helper()
+		if err := db.QueryRow(`SELECT count(*) FROM remote_segments_stats() WHERE source LIKE '%' || ? || '%'`, src).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := count(b)
+	if _, err := querySums(context.Background(), a, src); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(a); got != 1 {
+		t.Errorf("database a lists %d scans of %s, want its 1", got, src)
+	}
+	if got := count(b); got != before {
+		t.Errorf("database b lists %d scans of %s after a's scan, want %d: another database's scan", got, src, before)
+	}
+}
