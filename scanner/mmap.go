@@ -1,7 +1,10 @@
 package scanner
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,6 +29,18 @@ import (
 //   - decode runs with debug.SetPanicOnFault, and a fault (SIGBUS: the file
 //     was truncated) fails the chunk (faultFails);
 //   - the copy into DuckDB's vectors runs under cabi's SIGBUS guard.
+//
+// The rule: no byte of a mapping is read by code that is not under cabi's
+// guard or under SetPanicOnFault on its own goroutine. A library that reads
+// its input on goroutines of its own is never handed a mapping: arrow-go
+// gives its ZSTD decoder a reader over the input, and the decoder reads it
+// on goroutines of its own, where a fault kills the process. So a mapped
+// chunk whose batches are compressed is copied out of its mapping first
+// (copyOut; its compressed bytes are all decompressed anyway, the copy
+// costs little beside that) and the mapping released. Whether a chunk is
+// compressed is known only from its own metadata, after it was mapped:
+// each chunk's batches choose their compression, so the schema bind saw
+// cannot decide it beforehand.
 
 // mapMin is the smallest range mapped: each mapping costs an mmap, a munmap
 // and a TLB flush, which a small range's copy may not repay. (A guess: the
@@ -60,6 +75,8 @@ func mappable(schema *arrow.Schema) bool {
 type mapping struct {
 	lease *budget.Lease
 	used  atomic.Bool
+	mu    sync.Mutex
+	live  [][]byte // mapped and not yet released
 }
 
 // request sets r to ask for a mapping when the range is worth one and the
@@ -73,8 +90,96 @@ func (m *mapping) request(r *iosched.Request) {
 	}
 	r.Map = func(b []byte) {
 		m.used.Store(true)
-		m.lease.AtClose(func() { store.Unmap(b) })
+		m.mu.Lock()
+		m.live = append(m.live, b)
+		m.mu.Unlock()
+		m.lease.AtClose(m.release)
 	}
+}
+
+// release unmaps the chunk's mappings now (and the lease's close finds
+// nothing left): nothing may read them afterwards.
+func (m *mapping) release() {
+	m.mu.Lock()
+	live := m.live
+	m.live = nil
+	m.mu.Unlock()
+	for _, b := range live {
+		store.Unmap(b)
+	}
+}
+
+// copyOut returns data, a mapping of the whole chunk, copied into a buffer
+// of the lease (set in *into), and releases the mapping: the chunk's
+// batches reference the copy and are not mapped. Run it under
+// SetPanicOnFault: the copy reads the mapping.
+func (m *mapping) copyOut(data []byte, into *[]byte) []byte {
+	buf := m.lease.Buffer(len(data))
+	*into = buf
+	out := buf[:copy(buf, data)]
+	m.release()
+	m.used.Store(false)
+	return out
+}
+
+// truncated reports whether a page of the chunk's mappings is gone (the
+// file was truncated under the scan): it reads one byte of each page, and
+// a fault is the answer. The caller runs it under SetPanicOnFault.
+func (m *mapping) truncated() (gone bool) {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			if !isFault(r) {
+				panic(r)
+			}
+			gone = true
+		}
+	}()
+	page := os.Getpagesize()
+	var sink byte
+	for _, b := range m.live {
+		for i := 0; i < len(b); i += page {
+			sink |= b[i]
+		}
+		if len(b) > 0 {
+			sink |= b[len(b)-1]
+		}
+	}
+	probeSink.Store(uint32(sink)) // a store the compiler must keep, and so the loads
+	return false
+}
+
+var probeSink atomic.Uint32
+
+// isFault reports whether v, a recovered panic or an error, is a fault on
+// memory (what SetPanicOnFault turns SIGBUS into).
+func isFault(v any) bool {
+	_, ok := v.(interface{ Addr() uintptr })
+	return ok
+}
+
+// errMappingChanged is what a fault reading a chunk's mapping means to
+// the user; ChunkError names the chunk.
+var errMappingChanged = fmt.Errorf("%w: the file changed or was truncated during the scan (reading its mapping faulted)", ErrBadChunk)
+
+// mappedError is err, from reading a chunk some of whose bytes were
+// mapped (maps), in the words a user understands: a fault reading the
+// mapping, whether it reached us as a panic or as an error a library made
+// of one (arrow-go recovers its own panics), or a page that is gone now,
+// is errMappingChanged, never the runtime's "nil pointer dereference".
+func mappedError(err error, maps *mapping) error {
+	if err == nil || maps == nil || !maps.mapped() {
+		return err
+	}
+	var fault interface{ Addr() uintptr }
+	if errors.As(err, &fault) || maps.truncated() {
+		return errMappingChanged
+	}
+	return err
 }
 
 // mapped reports whether any of the chunk's bytes are a mapping.
@@ -86,9 +191,9 @@ func (m *mapping) mapped() bool { return m != nil && m.used.Load() }
 // on.
 func faultFails(err *error) {
 	if r := recover(); r != nil {
-		if _, ok := r.(interface{ Addr() uintptr }); !ok {
+		if !isFault(r) {
 			panic(r)
 		}
-		*err = fmt.Errorf("%w: a fault reading the file's mapping (was it truncated during the scan?): %v", ErrBadChunk, r)
+		*err = errMappingChanged
 	}
 }

@@ -303,6 +303,9 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool) (_ []arrow.RecordBatch, _ []int, _ int64, err error) {
 	defer faultFails(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // the decode of a mapping
+	if ca, ok := mem.(*countingAllocator); ok {
+		defer func() { err = mappedError(err, ca.maps) }()
+	}
 	if project {
 		return s.loadColumns(c, mem)
 	}
@@ -337,6 +340,15 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 			var err error
 			if data, err = s.plan.fetchWhole(c, s.id, prepare, s.submit); err != nil {
 				return nil, nil, 0, err
+			}
+			if maps.mapped() {
+				fr, err := arrowipc.Inspect(data)
+				if err != nil {
+					return nil, nil, 0, err
+				}
+				if fr.Compressed { // see mmap.go
+					data = maps.copyOut(data, &into)
+				}
 			}
 		case n > 0 && lease != nil:
 			into = lease.Buffer(int(n)) // the lease's until it closes

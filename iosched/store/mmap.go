@@ -15,7 +15,11 @@ import (
 //
 // A mapping can fail to read later, with SIGBUS, if the file is truncated
 // while it is mapped; whoever reads it must survive that (debug.SetPanicOnFault
-// in Go; a guard in C, see cabi's rs_fill_guarded).
+// in Go; a guard in C, see cabi's rs_fill_guarded). The rule: no byte of a
+// mapping is read by code that is not under that guard or under
+// SetPanicOnFault on its own goroutine, so a mapping is never handed to a
+// library that reads on goroutines of its own (a ZSTD decoder): see
+// scanner/mmap.go.
 type Mapper interface {
 	// MapRange maps length bytes of name from off (length < 0: to the end
 	// of the object; 0 is ErrUnsupported) and faults the pages

@@ -10,6 +10,7 @@ import (
 )
 
 // MapRange maps length bytes of the file name from off, with MAP_POPULATE.
+// Read the mapping only under a fault guard (see Mapper).
 func (s *fileStore) MapRange(ctx context.Context, name string, off, length int64) ([]byte, error) {
 	if length == 0 {
 		return nil, s.fail("MAP", name, rangeHeader(off, length), ErrUnsupported)

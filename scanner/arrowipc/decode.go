@@ -60,13 +60,28 @@ func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []
 			guard.keep()
 		}
 	}()
-	if err := checkIPCFraming(data); err != nil {
+	fr, err := checkIPCFraming(data)
+	if err != nil {
 		return nil, nil, err
 	}
+	if fr.Foreign {
+		// arrow-go swaps the buffers of the other byte order in place,
+		// and it must (it checks offsets as it builds each array, before
+		// a caller could swap them): it gets bytes of its own, never the
+		// caller's (a mapping, a pooled buffer, bytes decoded again).
+		// They are the Go heap's, alive as long as a batch slices them.
+		data = bytes.Clone(data)
+	}
+	// arrow-go's swap fails on the absent buffers of some types' arrays
+	// of no rows (decimals, month-day-nano intervals): a foreign-order
+	// chunk's batches of no rows, which hold nothing, are skipped.
 	if bytes.HasPrefix(data, fileMagic) {
-		schema, batches, err = decodeIPCFile(data, mem)
+		schema, batches, err = decodeIPCFile(data, mem, fr.Foreign, fr.rows)
 	} else {
-		schema, batches, err = decodeIPCStream(data, mem)
+		schema, batches, err = decodeIPCStream(data, mem, fr.Foreign)
+	}
+	if err == nil && fr.Foreign {
+		swapViewsInPlace(batches)
 	}
 	if err == nil {
 		err = validateBatches(batches)
@@ -99,7 +114,8 @@ func ReleaseAll(batches []arrow.RecordBatch) {
 // arrow-go v18.8.0's NewMappedFileReader leaves its dictionary memo nil and
 // panics on a schema with a dictionary-encoded field: such a file (or any
 // input that makes it panic) takes the copying reader instead.
-func openIPCFile(data []byte, mem memory.Allocator) (*ipc.FileReader, error) {
+// swap: arrow-go swaps a foreign-order file's buffers (in data).
+func openIPCFile(data []byte, mem memory.Allocator, swap bool) (*ipc.FileReader, error) {
 	r, err, panicked := func() (r *ipc.FileReader, err error, panicked bool) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -107,41 +123,51 @@ func openIPCFile(data []byte, mem memory.Allocator) (*ipc.FileReader, error) {
 				panicked = true
 			}
 		}()
-		r, err = ipc.NewMappedFileReader(data, ipc.WithAllocator(mem))
+		r, err = ipc.NewMappedFileReader(data, ipc.WithAllocator(mem), ipc.WithEnsureNativeEndian(swap))
 		return r, err, false
 	}()
 	if panicked {
-		return ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
+		return ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem), ipc.WithEnsureNativeEndian(swap))
 	}
 	return r, err
 }
 
-func decodeIPCFile(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, error) {
-	r, err := openIPCFile(data, mem)
+// rows are the batches' row counts (Framing.rows).
+func decodeIPCFile(data []byte, mem memory.Allocator, swap bool, rows []int64) (*arrow.Schema, []arrow.RecordBatch, error) {
+	r, err := openIPCFile(data, mem, swap)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: arrow IPC file: %v", ErrMalformed, err)
+		return nil, nil, fmt.Errorf("%w: arrow IPC file: %w", ErrMalformed, err)
 	}
 	defer r.Close()
+	if err := CheckSupported(r.Schema()); err != nil {
+		return nil, nil, err
+	}
 	out := make([]arrow.RecordBatch, 0, r.NumRecords())
 	for i := 0; i < r.NumRecords(); i++ {
+		if swap && i < len(rows) && rows[i] == 0 {
+			continue
+		}
 		b, err := r.RecordBatchAt(i)
 		if err != nil {
 			for _, b := range out {
 				b.Release()
 			}
-			return nil, nil, fmt.Errorf("%w: arrow IPC file, batch %d: %v", ErrMalformed, i, err)
+			return nil, nil, fmt.Errorf("%w: arrow IPC file, batch %d: %w", ErrMalformed, i, err)
 		}
 		out = append(out, b)
 	}
 	return r.Schema(), out, nil
 }
 
-func decodeIPCStream(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, error) {
-	r, err := ipc.NewReaderFromMessageReader(&memMessages{data: data}, ipc.WithAllocator(mem))
+func decodeIPCStream(data []byte, mem memory.Allocator, swap bool) (*arrow.Schema, []arrow.RecordBatch, error) {
+	r, err := ipc.NewReaderFromMessageReader(&memMessages{data: data, skipEmpty: swap}, ipc.WithAllocator(mem), ipc.WithEnsureNativeEndian(swap))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: not an Arrow IPC file or stream: %v", ErrMalformed, err)
+		return nil, nil, fmt.Errorf("%w: not an Arrow IPC file or stream: %w", ErrMalformed, err)
 	}
 	defer r.Release()
+	if err := CheckSupported(r.Schema()); err != nil {
+		return nil, nil, err
+	}
 	var out []arrow.RecordBatch
 	for r.Next() {
 		b := r.RecordBatch()
@@ -152,7 +178,7 @@ func decodeIPCStream(data []byte, mem memory.Allocator) (*arrow.Schema, []arrow.
 		for _, b := range out {
 			b.Release()
 		}
-		return nil, nil, fmt.Errorf("%w: arrow IPC stream: %v", ErrMalformed, err)
+		return nil, nil, fmt.Errorf("%w: arrow IPC stream: %w", ErrMalformed, err)
 	}
 	return r.Schema(), out, nil
 }
@@ -167,6 +193,8 @@ type memMessages struct {
 	pos  int64
 	msg  *ipc.Message // the current message, released at the next
 	refs atomic.Int64
+	// skipEmpty: record batches of no rows are skipped (see Decode).
+	skipEmpty bool
 }
 
 func (m *memMessages) Message() (*ipc.Message, error) {
@@ -174,23 +202,36 @@ func (m *memMessages) Message() (*ipc.Message, error) {
 		m.msg.Release()
 		m.msg = nil
 	}
-	meta, next, end, err := messageAt(m.data, m.pos)
-	m.pos = next
-	if err != nil {
-		return nil, err
+	var meta fb
+	var body []byte
+	for {
+		var next int64
+		var end bool
+		var err error
+		meta, next, end, err = messageAt(m.data, m.pos)
+		m.pos = next
+		if err != nil {
+			return nil, err
+		}
+		if end {
+			return nil, io.EOF
+		}
+		parsed, err := parseMessage(meta)
+		if err != nil {
+			return nil, err
+		}
+		if parsed.bodyLen < 0 || parsed.bodyLen > int64(len(m.data))-m.pos {
+			return nil, fmt.Errorf("message at %d: body length %d beyond the data", m.pos-int64(len(meta)), parsed.bodyLen)
+		}
+		body = m.data[m.pos : m.pos+parsed.bodyLen]
+		m.pos += parsed.bodyLen
+		if !m.skipEmpty || parsed.kind != headerRecordBatch {
+			break
+		}
+		if rb, err := parseRecordBatch(meta, parsed.header); err != nil || rb.Length > 0 {
+			break
+		}
 	}
-	if end {
-		return nil, io.EOF
-	}
-	parsed, err := parseMessage(meta)
-	if err != nil {
-		return nil, err
-	}
-	if parsed.bodyLen < 0 || parsed.bodyLen > int64(len(m.data))-m.pos {
-		return nil, fmt.Errorf("message at %d: body length %d beyond the data", m.pos-int64(len(meta)), parsed.bodyLen)
-	}
-	body := m.data[m.pos : m.pos+parsed.bodyLen]
-	m.pos += parsed.bodyLen
 	m.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
 	return m.msg, nil
 }

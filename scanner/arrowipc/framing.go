@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/endian"
 )
 
 // checkIPCFraming walks the framing of a whole IPC file or stream — messages,
@@ -12,18 +14,37 @@ import (
 // buffer, a body longer than the data, an implausible uncompressed length)
 // or read outside the data. arrow-go trusts those numbers; a corrupt chunk
 // must be an error, not an out-of-memory crash of the host.
-func checkIPCFraming(data []byte) error {
+func checkIPCFraming(data []byte) (Framing, error) {
+	var fr Framing
 	var err error
 	if bytes.HasPrefix(data, fileMagic) {
-		err = checkIPCFile(data)
+		err = checkIPCFile(data, &fr)
 	} else {
-		_, err = checkIPCStream(data)
+		_, err = checkIPCStream(data, &fr)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: Arrow IPC framing: %v", ErrMalformed, err)
+		return Framing{}, fmt.Errorf("%w: Arrow IPC framing: %v", ErrMalformed, err)
 	}
-	return nil
+	return fr, nil
 }
+
+// Framing is what the framing of an IPC file or stream says about how its
+// bytes will be read.
+type Framing struct {
+	// Compressed: some batch's buffers are LZ4 or ZSTD frames, which
+	// arrow-go's decoders may read on goroutines of their own.
+	Compressed bool
+	// Foreign: the schema says the buffers are in the other byte order
+	// (see byteOrderSwap).
+	Foreign bool
+	// rows of each record batch, in the file's (footer) or stream's order.
+	rows []int64
+}
+
+// Inspect checks the framing of the IPC file or stream in data (as Decode
+// does first) and says how its bytes will be read. A malformed input is an
+// error wrapping ErrMalformed.
+func Inspect(data []byte) (Framing, error) { return checkIPCFraming(data) }
 
 // Limits on what one chunk may claim.
 const (
@@ -69,7 +90,7 @@ func messageAt(data []byte, pos int64) (meta fb, next int64, end bool, err error
 }
 
 // checkIPCStream walks the messages of a stream and returns where it ended.
-func checkIPCStream(data []byte) (int64, error) {
+func checkIPCStream(data []byte, fr *Framing) (int64, error) {
 	pos := int64(0)
 	sawSchema := false
 	for {
@@ -85,7 +106,7 @@ func checkIPCStream(data []byte) (int64, error) {
 		}
 		pos = next
 		metaLen := int64(len(meta))
-		kind, body, err := checkMessage(meta, int64(len(data))-pos, data[pos:])
+		kind, body, err := checkMessage(meta, int64(len(data))-pos, data[pos:], fr)
 		if err != nil {
 			return pos, fmt.Errorf("message at %d: %v", pos-metaLen, err)
 		}
@@ -102,7 +123,7 @@ func checkIPCStream(data []byte) (int64, error) {
 // available, body holds them) follows it, and returns its header type and
 // body length. Record batches (of dictionaries too) are read by the same
 // parser as the projected reader's (parseRecordBatch).
-func checkMessage(b fb, bodyRoom int64, body []byte) (int, int64, error) {
+func checkMessage(b fb, bodyRoom int64, body []byte, fr *Framing) (int, int64, error) {
 	m, err := parseMessage(b)
 	if err != nil {
 		return 0, 0, err
@@ -113,7 +134,7 @@ func checkMessage(b fb, bodyRoom int64, body []byte) (int, int64, error) {
 	rb := m.header
 	switch m.kind {
 	case headerSchema:
-		return m.kind, m.bodyLen, checkSchema(b, m.header)
+		return m.kind, m.bodyLen, checkSchema(b, m.header, fr)
 	case headerDictionaryBatch:
 		p, ferr := b.field(m.header, slotDictionaryData)
 		if ferr != nil || p < 0 {
@@ -130,11 +151,27 @@ func checkMessage(b fb, bodyRoom int64, body []byte) (int, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	if batch.Codec >= 0 {
+		fr.Compressed = true
+	}
+	if m.kind == headerRecordBatch {
+		fr.rows = append(fr.rows, batch.Length)
+	}
 	return m.kind, m.bodyLen, checkBatchBody(batch, body[:m.bodyLen])
 }
 
 // checkSchema checks the vectors arrow-go sizes allocations by.
-func checkSchema(b fb, schema int64) error {
+// It records the schema's byte order in fr.
+func checkSchema(b fb, schema int64, fr *Framing) error {
+	if p, err := b.field(schema, slotSchemaEndianness); err != nil {
+		return err
+	} else if p >= 0 {
+		e, err := b.u8(p) // a short; 0 little, 1 big
+		if err != nil {
+			return err
+		}
+		fr.Foreign = (e != 0) != endian.IsBigEndian
+	}
 	if _, _, err := b.vector(schema, slotSchemaCustomMetadata, 4); err != nil {
 		return err
 	}
@@ -231,7 +268,7 @@ func checkBatchBody(rb *ipcBatch, body []byte) error {
 }
 
 // checkIPCFile checks the footer, the schema and every block of a file.
-func checkIPCFile(data []byte) error {
+func checkIPCFile(data []byte, fr *Framing) error {
 	size := int64(len(data))
 	if size < TrailerLen+8 {
 		return fmt.Errorf("%d bytes is too small for an IPC file", size)
@@ -253,7 +290,7 @@ func checkIPCFile(data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSchema(b, schema); err != nil {
+	if err := checkSchema(b, schema, fr); err != nil {
 		return fmt.Errorf("schema: %v", err)
 	}
 	for _, slot := range []int{slotFooterDictionaries, slotFooterRecordBatches} {
@@ -280,7 +317,7 @@ func checkIPCFile(data []byte) error {
 			if l <= 0 || l > int64(len(m))-4 {
 				return fmt.Errorf("block %d: metadata length %d", i, l)
 			}
-			if _, _, err := checkMessage(fb(m[4:4+l]), bl, data[off+meta:off+meta+bl]); err != nil {
+			if _, _, err := checkMessage(fb(m[4:4+l]), bl, data[off+meta:off+meta+bl], fr); err != nil {
 				return fmt.Errorf("block %d: %v", i, err)
 			}
 		}

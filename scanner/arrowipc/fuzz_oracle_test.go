@@ -174,14 +174,14 @@ func FuzzIPCFraming(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		defer watchdog("FuzzIPCFraming")()
-		if err := checkIPCFraming(data); err != nil {
+		if _, err := checkIPCFraming(data); err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v does not wrap ErrMalformed", err)
 			}
 			return
 		}
 		if !bytes.HasPrefix(data, fileMagic) {
-			end, err := checkIPCStream(data)
+			end, err := checkIPCStream(data, new(Framing))
 			if err != nil || end < 0 || end > int64(len(data)) {
 				t.Fatalf("stream accepted, walk ended at %d of %d bytes (%v)", end, len(data), err)
 			}
@@ -342,7 +342,7 @@ func TestFramingRefusesFieldTypeOutside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkIPCFraming([]byte(data)); err == nil || !strings.Contains(err.Error(), "schema: malformed flatbuffer") {
+	if _, err := checkIPCFraming([]byte(data)); err == nil || !strings.Contains(err.Error(), "schema: malformed flatbuffer") {
 		t.Fatalf("checkIPCFraming = %v, want the schema refused", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/endian"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
@@ -119,8 +120,10 @@ type ipcBlock struct {
 
 // ipcFooter is the part of an IPC file's footer a projected read needs.
 type ipcFooter struct {
-	Schema  *arrow.Schema
+	Schema  *arrow.Schema // marked native: the readers swap (byteOrderSwap)
 	Batches []ipcBlock
+	// foreign: the file's buffers are in the other byte order.
+	foreign bool
 }
 
 // parseTrailer returns the footer length from the last TrailerLen bytes
@@ -177,13 +180,18 @@ func parseFooter(footer []byte) (*ipcFooter, error) {
 	if err != nil {
 		return bad(err)
 	}
-	if err := checkSchema(b, schema); err != nil {
+	if err := checkSchema(b, schema, new(Framing)); err != nil {
 		return bad(err)
 	}
 	f.Schema, err = footerSchema(footer)
 	if err != nil {
 		return bad(err)
 	}
+	if err := CheckSupported(f.Schema); err != nil {
+		return nil, err
+	}
+	f.foreign = foreignOrder(f.Schema)
+	f.Schema = f.Schema.WithEndianness(endian.NativeEndian)
 	return f, nil
 }
 
@@ -199,6 +207,7 @@ var (
 func footerSchema(footer []byte) (s *arrow.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			repanicFault(r)
 			s, err = nil, fmt.Errorf("schema: %v", r)
 		}
 	}()
@@ -209,7 +218,7 @@ func footerSchema(footer []byte) (s *arrow.Schema, err error) {
 	// Pretend the footer sits at the end of a file with room before it for
 	// the leading magic, which arrow-go does not read.
 	r := &tailReader{tail: tail, size: int64(len(tail)) + 8}
-	fr, err := ipc.NewFileReader(r)
+	fr, err := ipc.NewFileReader(r, ipc.WithEnsureNativeEndian(false)) // the byte order as the file has it
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +284,7 @@ const (
 	slotFooterDictionaries  = 2
 	slotFooterRecordBatches = 3
 
+	slotSchemaEndianness     = 0
 	slotSchemaFields         = 1
 	slotSchemaCustomMetadata = 2
 	slotSchemaFeatures       = 3

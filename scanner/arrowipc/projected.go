@@ -134,7 +134,9 @@ func columnRange(rb *ipcBatch, c columnLayout) Range {
 // assembleColumn builds the array of one top-level field from its bytes:
 // data holds body bytes [at, at+len(data)) covering the field's buffers.
 // It walks the field with the same cursor as layoutColumns.
-func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at int64, mem memory.Allocator) (arr arrow.Array, err error) {
+// swap, when not nil, brings a foreign-order file's buffers to native
+// order (copies: data is never written).
+func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at int64, mem memory.Allocator, swap *byteOrderSwap) (arr arrow.Array, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			repanicFault(r)
@@ -198,6 +200,14 @@ func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at
 	d, err := build(f.Type)
 	if err != nil {
 		return nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, err)
+	}
+	if swap != nil {
+		nd, err := swap.data(d)
+		d.Release()
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		d = nd
 	}
 	defer d.Release()
 	// Check the buffers before arrow-go wraps them: MakeFromData slices them
@@ -594,11 +604,16 @@ func ReadColumns(size int64, plan ReadPlan, cols []int, fetch FetchFunc, mem mem
 			r.Release()
 		}
 	}
+	var swap *byteOrderSwap
+	if footer.foreign {
+		swap = newByteOrderSwap(mem)
+		defer swap.release()
+	}
 	for i, rb := range l.batches {
 		arrs := make([]arrow.Array, len(cols))
 		for j, c := range cols {
 			k := i*len(cols) + j
-			arr, err := assembleColumn(footer.Schema.Field(c), rb, l.layouts[i][c], data[k], exact[k].Offset, mem)
+			arr, err := assembleColumn(footer.Schema.Field(c), rb, l.layouts[i][c], data[k], exact[k].Offset, mem, swap)
 			if err != nil {
 				for _, a := range arrs[:j] {
 					a.Release()

@@ -2,6 +2,7 @@ package arrowipc
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,6 +23,63 @@ func validateRecord(rec arrow.RecordBatch) error {
 		}
 	}
 	return nil
+}
+
+// ErrUnsupported is wrapped by the error for a column of a type this
+// package does not read (unions, run-end encoded, list views, extension
+// types): the data may be fine, the reader does not know its layout.
+var ErrUnsupported = errors.New("not supported")
+
+// CheckSupported fails, naming the column and its type, when schema has a
+// column of a type this package does not read, at any depth.
+func CheckSupported(schema *arrow.Schema) error {
+	for _, f := range schema.Fields() {
+		if bad := unsupportedIn(f.Type); bad != nil {
+			if arrow.TypeEqual(bad, f.Type) {
+				return fmt.Errorf("column %q: Arrow type %s is %w", f.Name, f.Type, ErrUnsupported)
+			}
+			return fmt.Errorf("column %q: Arrow type %s is %w (it holds %s)", f.Name, f.Type, ErrUnsupported, bad)
+		}
+	}
+	return nil
+}
+
+// unsupportedIn returns the first type in dt (dt itself or a nested one)
+// that validateData cannot check, or nil.
+func unsupportedIn(dt arrow.DataType) arrow.DataType {
+	switch t := dt.(type) {
+	case *arrow.NullType, *arrow.BooleanType,
+		*arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType,
+		*arrow.StringViewType, *arrow.BinaryViewType:
+		return nil
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType, *arrow.FixedSizeListType:
+		return unsupportedIn(t.(arrow.ListLikeType).Elem())
+	case *arrow.StructType:
+		for _, f := range t.Fields() {
+			if bad := unsupportedIn(f.Type); bad != nil {
+				return bad
+			}
+		}
+		return nil
+	case *arrow.DictionaryType:
+		if !arrow.IsInteger(t.IndexType.ID()) {
+			return dt
+		}
+		return unsupportedIn(t.ValueType)
+	case arrow.ExtensionType:
+		return dt
+	case arrow.FixedWidthDataType:
+		return nil
+	}
+	return dt
+}
+
+// bufBytes is b's bytes; none for an absent buffer (nil).
+func bufBytes(b *memory.Buffer) []byte {
+	if b == nil {
+		return nil
+	}
+	return b.Bytes()
 }
 
 func bufLen(b *memory.Buffer) int64 {
@@ -130,8 +188,11 @@ func validateData(d arrow.ArrayData) error {
 		if err := need(d, 1, end*16, "views"); err != nil {
 			return err
 		}
+		if n == 0 {
+			return nil // no views to follow; writers may omit the buffer
+		}
 		bufs := d.Buffers()
-		views := bufs[1].Bytes()
+		views := bufBytes(bufs[1])
 		for i := start; i < end; i++ {
 			v := views[i*16:]
 			l := int64(int32(binary.LittleEndian.Uint32(v)))
@@ -193,11 +254,11 @@ func validateData(d arrow.ArrayData) error {
 			return fmt.Errorf("dictionary: %v", err)
 		}
 		size := int64(dict.Len())
-		raw := d.Buffers()[1].Bytes()
+		raw := bufBytes(d.Buffers()[1]) // absent in a batch of no rows
 		signed := arrow.IsSignedInteger(t.IndexType.ID())
 		var bits []byte
 		if d.NullN() > 0 {
-			bits = d.Buffers()[0].Bytes()
+			bits = bufBytes(d.Buffers()[0])
 		}
 		for i := start; i < end; i++ {
 			if bits != nil && bits[i>>3]>>(i&7)&1 == 0 {
@@ -212,7 +273,7 @@ func validateData(d arrow.ArrayData) error {
 	case arrow.FixedWidthDataType:
 		return need(d, 1, end*int64(t.BitWidth()/8), "values")
 	}
-	return fmt.Errorf("type %s cannot be checked", d.DataType())
+	return fmt.Errorf("Arrow type %s is %w", d.DataType(), ErrUnsupported)
 }
 
 func readIndex(p []byte, w int64, signed bool) int64 {

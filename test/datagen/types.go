@@ -1,7 +1,6 @@
 package datagen
 
 import (
-	"encoding/csv"
 	"fmt"
 	"math/big"
 	"os"
@@ -315,33 +314,7 @@ func WriteTypes(dir string) error {
 			return err
 		}
 	}
-	f, err := os.Create(filepath.Join(dir, "types_expected.csv"))
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	header := []string{"rid"}
-	for _, c := range cols {
-		header = append(header, c.field.Name)
-	}
-	_ = w.Write(header)
-	for r := 0; r < TypesRows; r++ {
-		row := []string{strconv.Itoa(r)}
-		for ci, c := range cols {
-			if isNull(r, ci) {
-				row = append(row, "NULL")
-			} else {
-				row = append(row, c.text(r))
-			}
-		}
-		_ = w.Write(row)
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeTypesExpected(filepath.Join(dir, "types_expected.csv"), cols, TypesRows)
 }
 
 func typesBatch(schema *arrow.Schema, cols []typedColumn, from, to int) arrow.RecordBatch {

@@ -42,6 +42,11 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote the types dataset (%d rows, every Arrow type) to %s/types\n", datagen.TypesRows, *out)
+		if err := datagen.WriteArrowTypes(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote the arrow_types dataset (%d rows in each of %d formats) to %s/arrow_types\n", datagen.ArrowTypesRows, len(datagen.IPCFormats()), *out)
 		if err := datagen.WriteBadInputs(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "datagen:", err)
 			os.Exit(1)

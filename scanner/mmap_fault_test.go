@@ -1,0 +1,71 @@
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/remote-segments/remote_segments/iosched/store"
+)
+
+// A fault reading a chunk's mapping, whether it reaches the scan as a
+// panic or as an error a library made of the panic (arrow-go recovers its
+// own, which is how LZ4 chunks failed with "nil pointer dereference"), or
+// as any error while a page of the mapping is gone, reads as the file
+// having changed, never as the runtime's words.
+var sink byte
+
+func TestMappedFaultWording(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chunk.arrow")
+	if err := os.WriteFile(path, make([]byte, 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, name, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.(store.Mapper).MapRange(context.Background(), name, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mapping{}
+	m.used.Store(true)
+	m.live = [][]byte{b}
+	defer m.release()
+
+	other := errors.New("bad chunk: some other error")
+	if got := mappedError(other, m); got != other {
+		t.Errorf("an intact mapping: %v, want the error as it was", got)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	// The fault as arrow-go reports it: recovered and wrapped.
+	var fault error
+	func() {
+		defer func() { fault = fmt.Errorf("arrow/ipc: error reading record batch: %w", recover().(error)) }()
+		sink = b[1<<20]
+	}()
+	for _, err := range []error{fault, other} {
+		got := mappedError(err, m)
+		if !errors.Is(got, ErrBadChunk) || !strings.Contains(got.Error(), "the file changed or was truncated during the scan") ||
+			strings.Contains(got.Error(), "nil pointer") {
+			t.Errorf("mappedError(%v) = %v", err, got)
+		}
+	}
+	// And as a panic, through faultFails.
+	err = func() (err error) {
+		defer faultFails(&err)
+		sink = b[2<<20]
+		return nil
+	}()
+	if err != errMappingChanged {
+		t.Errorf("faultFails: %v", err)
+	}
+}
