@@ -172,8 +172,11 @@ func TestSandboxesCombineBoth(t *testing.T) {
 	if f := (sandboxes{}).sources(); f != nil {
 		t.Error("no sandbox: sources() is not nil")
 	}
-	if err := (sandboxes{env: env}).output("trace", "/tmp/t.json"); err != nil {
-		t.Errorf("the list restricts sources, not the trace: %v", err)
+	if err := (sandboxes{env: env}).output("trace", "/tmp/t.json"); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("the list confines the trace file as it confines sources: %v", err)
+	}
+	if err := (sandboxes{env: env}).output("trace", "/data/t.json"); err != nil {
+		t.Errorf("a trace under the list: %v", err)
 	}
 	if err := (sandboxes{db: &duckdbSandbox{}}).output("trace", "/tmp/t.json"); !errors.Is(err, ErrNotAllowed) {
 		t.Errorf("DuckDB's sandbox refuses writes: %v", err)

@@ -51,6 +51,81 @@ func splitBucket(name string) (bucket, key string, err error) {
 	return bucket, key, nil
 }
 
+// s3Addressing returns the endpoint URL ("" for AWS's) and the URL style
+// ("vhost" or "path"; "" means vhost) requests of opts use, and refuses the
+// options that would send them to a host nobody named: an endpoint that is
+// not http(s)://host, a region that is not a host label, a virtual-host
+// style on an IP address.
+func s3Addressing(opts Options) (endpoint, style string, err error) {
+	endpoint = opts.S3Endpoint
+	if endpoint != "" && !strings.Contains(endpoint, "://") {
+		endpoint = "https://" + endpoint
+	}
+	style = opts.S3URLStyle
+	switch style {
+	case "", "vhost", "path":
+	default:
+		return "", "", fmt.Errorf("store: s3 url style %q: want vhost or path", style)
+	}
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
+			return "", "", fmt.Errorf("store: s3 endpoint %s: want http(s)://host[:port], without userinfo", RedactURL(endpoint))
+		}
+		switch {
+		case style == "" && isLocalHost(u.Hostname()):
+			style = "path"
+		case style == "vhost" && net.ParseIP(strings.Trim(u.Hostname(), "[]")) != nil:
+			// "<bucket>.<IP>" is no address: it would go to a resolver,
+			// which may answer anything.
+			return "", "", fmt.Errorf("store: s3 endpoint %s: vhost style needs a host name, not an IP address", endpoint)
+		}
+	}
+	if err := checkRegion(opts.S3Region); err != nil {
+		return "", "", err
+	}
+	return endpoint, style, nil
+}
+
+// S3RequestURLs returns the http(s) URLs that the requests for rawURL
+// (s3://bucket/key, or a prefix of keys) go to under opts: the path-style
+// URL, and for the virtual-host style also the virtual-host URL (the client
+// falls back to path style for a bucket that cannot be a host name).
+// Without an endpoint they are AWS's, in opts.S3Region or us-east-1. A
+// sandbox that must admit the endpoint as well as the bucket asks about
+// these. On failure, returns the error Open would.
+func S3RequestURLs(rawURL string, opts Options) ([]string, error) {
+	scheme, rest := splitScheme(rawURL)
+	if scheme != "s3" {
+		return nil, fmt.Errorf("store: %s is not an s3:// URL", RedactURL(rawURL))
+	}
+	bucket, key, err := splitBucket(rest)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", RedactURL(rawURL), err)
+	}
+	endpoint, style, err := s3Addressing(opts)
+	if err != nil {
+		return nil, err
+	}
+	if endpoint == "" {
+		region := opts.S3Region
+		if region == "" {
+			region = "us-east-1"
+		}
+		endpoint = "https://s3." + region + ".amazonaws.com"
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("store: s3 endpoint %s: %w", RedactURL(endpoint), err)
+	}
+	base := strings.TrimSuffix(u.Path, "/")
+	urls := []string{u.Scheme + "://" + u.Host + base + "/" + bucket + "/" + key}
+	if style != "path" {
+		urls = append(urls, u.Scheme+"://"+bucket+"."+u.Host+base+"/"+key)
+	}
+	return urls, nil
+}
+
 // CheckBucket accepts a bucket name of S3 and the stores that copy it:
 // letters, digits, '.', '-' and '_' (the last two and capitals for the
 // legacy names some stores still serve), at most 255 of them. Anything
@@ -103,31 +178,8 @@ func s3Redirect(req *http.Request, via []*http.Request) error {
 }
 
 func newS3Store(opts Options) (*s3Store, error) {
-	endpoint := opts.S3Endpoint
-	if endpoint != "" && !strings.Contains(endpoint, "://") {
-		endpoint = "https://" + endpoint
-	}
-	style := opts.S3URLStyle
-	switch style {
-	case "", "vhost", "path":
-	default:
-		return nil, fmt.Errorf("store: s3 url style %q: want vhost or path", style)
-	}
-	if endpoint != "" {
-		u, err := url.Parse(endpoint)
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
-			return nil, fmt.Errorf("store: s3 endpoint %s: want http(s)://host[:port], without userinfo", RedactURL(endpoint))
-		}
-		switch {
-		case style == "" && isLocalHost(u.Hostname()):
-			style = "path"
-		case style == "vhost" && net.ParseIP(strings.Trim(u.Hostname(), "[]")) != nil:
-			// "<bucket>.<IP>" is no address: it would go to a resolver,
-			// which may answer anything.
-			return nil, fmt.Errorf("store: s3 endpoint %s: vhost style needs a host name, not an IP address", endpoint)
-		}
-	}
-	if err := checkRegion(opts.S3Region); err != nil {
+	endpoint, style, err := s3Addressing(opts)
+	if err != nil {
 		return nil, err
 	}
 
