@@ -100,6 +100,11 @@ func TestDuckDBSandboxURLs(t *testing.T) {
 		"s3://bucket/dsx/a", "s3://other/ds/x", "s3://bucket/one.arrow.x", "S3://bucket/ds/x.arrow",
 		"s3://bucket/ds", // a URL without its slash is an object, as for DuckDB
 		"/pub/a.arrow",
+		// The store takes an s3:// key as written, "#" and "?" included: the
+		// dot segments after them reach the server.
+		"s3://bucket/ds/x#/../../other/y", "s3://bucket/ds/x?/../../other/y", "s3://bucket/ds/a/../../other",
+		// A bucket name the store refuses.
+		"s3://bucket/ds/../../evil.com#/x",
 	}
 	checkAdmit(t, s.admit, admitted, refused)
 }

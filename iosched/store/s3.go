@@ -171,7 +171,7 @@ func s3Redirect(req *http.Request, via []*http.Request) error {
 		return err
 	}
 	from, to := via[len(via)-1].URL, req.URL
-	if !sameOrigin(from, to) || from.EscapedPath() != to.EscapedPath() || from.RawQuery != to.RawQuery {
+	if !sameOrigin(from, to) || from.Path != to.Path || from.RawQuery != to.RawQuery {
 		return fmt.Errorf("%w: an S3 redirect to %s (a signed request goes only to the URL it was signed for)", ErrUnsupported, RedactURL(to.String()))
 	}
 	return nil
