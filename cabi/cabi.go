@@ -248,10 +248,11 @@ func bindConfig(info C.duckdb_bind_info) (*Host, scanner.Config, shardSpec, erro
 	if err := readSource(info, &cfg); err != nil {
 		return nil, cfg, shardSpec{}, err
 	}
-	if err := readNamedParameters(info, host, &cfg); err != nil {
+	chosen, err := readNamedParameters(info, host, &cfg)
+	if err != nil {
 		return nil, cfg, shardSpec{}, err
 	}
-	if err := sandbox.output("trace", cfg.Trace); err != nil {
+	if err := sandbox.confine(&cfg, chosen); err != nil {
 		return nil, cfg, shardSpec{}, err
 	}
 	shard, err := readShard(info)

@@ -3,6 +3,7 @@ package cabi
 /*
 #include <stdlib.h>
 #include "rs.h"
+#include "settings.h"
 */
 import "C"
 
@@ -155,18 +156,33 @@ func boolean(v string) (bool, error) {
 func envName(name string) string { return "REMOTE_SEGMENTS_" + strings.ToUpper(name) }
 
 // readNamedParameters fills cfg from the environment defaults, then from the
-// query's named parameters (applyParameters). A parameter the query does not
-// give takes the host's setting remote_segments_<name> when it is set (the
-// 2.0 edition; parameter_settings.go): the setting sits between the
-// environment and the query, and a SET was already checked by the same
-// parser.
-func readNamedParameters(info C.duckdb_bind_info, host *Host, cfg *scanner.Config) error {
-	return applyParameters(cfg, os.LookupEnv, func(name string) (string, bool) {
-		if v, ok := namedValue(info, name); ok {
-			return v, true
-		}
-		return host.settingValue(info, name)
-	})
+// host's settings remote_segments_<name> (the 2.0 edition;
+// parameter_settings.go), then from the query's named parameters
+// (applySources), and returns the parameters whose value the query chose
+// (queryChosen). A SET was already checked by the same parser. A setting
+// counts as the operator's only while DuckDB's lock_configuration is on:
+// otherwise any query may have SET it.
+func readNamedParameters(info C.duckdb_bind_info, host *Host, cfg *scanner.Config) (queryChosen, error) {
+	src := parameterSources{
+		env:   os.LookupEnv,
+		query: func(name string) (string, bool) { return namedValue(info, name) },
+	}
+	if host != nil && host.settings != nil {
+		src.setting = func(name string) (string, bool) { return host.settingValue(info, name) }
+		src.settingsLocked = settingsLocked(info)
+	}
+	return applySources(cfg, src)
+}
+
+// settingsLocked reports whether DuckDB's lock_configuration is on in the
+// client context of a bind; false when it cannot be read.
+func settingsLocked(info C.duckdb_bind_info) bool {
+	v := bindSetting(info, "lock_configuration")
+	if v == nil {
+		return false
+	}
+	defer C.rs_value_destroy(v)
+	return bool(C.rs_settings_value_bool(v))
 }
 
 // namedValue is the query's value of named parameter name as text, and
@@ -183,26 +199,73 @@ func namedValue(info C.duckdb_bind_info, name string) (string, bool) {
 	return C.GoString(cv), true
 }
 
-// applyParameters is the one place parameters are parsed: for each named
-// parameter, in the order of namedParameters, the environment's default
-// (env, REMOTE_SEGMENTS_<NAME>, ignored when empty) and then the query's
-// value (given: the value as text, and whether the query gave one that is
-// not NULL) are set into cfg. An invalid value is an error naming the
-// parameter (and the variable) and what it accepts.
+// parameterSources are where a scan's parameters come from, in rising
+// precedence: env (REMOTE_SEGMENTS_<NAME>, ignored when empty), setting
+// (remote_segments_<name>; nil: the host has none) and query (the named
+// parameter). Each gives the value as text, and whether it gives one.
+type parameterSources struct {
+	env, setting, query func(name string) (string, bool)
+	// settingsLocked: DuckDB's lock_configuration is on, so only the
+	// operator can have set the settings.
+	settingsLocked bool
+}
+
+// queryChosen holds the names of the parameters whose value the query
+// chose: a named parameter, or a setting while the configuration is not
+// locked, whose text differs from the one the operator's sources (the
+// environment, a locked setting) give. The sandbox rules ask it who chose
+// the endpoint and the credentials (sandboxes.confine).
+type queryChosen map[string]bool
+
+// applyParameters applies env, then given as the query's values: see
+// applySources.
 func applyParameters(cfg *scanner.Config, env, given func(name string) (string, bool)) error {
+	_, err := applySources(cfg, parameterSources{env: env, query: given})
+	return err
+}
+
+// applySources is the one place parameters are parsed: for each named
+// parameter, in the order of namedParameters, the value of each source
+// that gives one is set into cfg, in src's order of precedence. An
+// invalid value is an error naming the parameter (and the variable) and
+// what it accepts. It returns the parameters the query chose.
+func applySources(cfg *scanner.Config, src parameterSources) (queryChosen, error) {
+	chosen := queryChosen{}
 	for _, p := range namedParameters {
-		if v, ok := env(envName(p.name)); ok && v != "" {
+		operator, byOperator := "", false
+		if v, ok := src.env(envName(p.name)); ok && v != "" {
 			if err := p.set(cfg, v); err != nil {
-				return fmt.Errorf("remote_segments: environment variable %s: %s %v", envName(p.name), p.name, err)
+				return nil, fmt.Errorf("remote_segments: environment variable %s: %s %v", envName(p.name), p.name, err)
+			}
+			operator, byOperator = v, true
+		}
+		var layers []func(string) (string, bool)
+		if src.setting != nil {
+			layers = append(layers, src.setting)
+		}
+		layers = append(layers, src.query)
+		for i, given := range layers {
+			v, ok := given(p.name)
+			if !ok {
+				continue
+			}
+			if err := p.set(cfg, v); err != nil {
+				if src.setting != nil && i == 0 {
+					return nil, fmt.Errorf("remote_segments: %s: %s %v", settingName(p.name), p.name, err)
+				}
+				return nil, fmt.Errorf("remote_segments: %s %v", p.name, err)
+			}
+			isOperator := src.setting != nil && i == 0 && src.settingsLocked
+			switch {
+			case isOperator:
+				operator, byOperator = v, true
+				delete(chosen, p.name)
+			case !byOperator || v != operator:
+				chosen[p.name] = true
+			default:
+				delete(chosen, p.name) // the operator's own value, repeated
 			}
 		}
-		v, ok := given(p.name)
-		if !ok {
-			continue
-		}
-		if err := p.set(cfg, v); err != nil {
-			return fmt.Errorf("remote_segments: %s %v", p.name, err)
-		}
 	}
-	return nil
+	return chosen, nil
 }

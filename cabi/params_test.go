@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
@@ -41,7 +42,7 @@ func TestApplyParameters(t *testing.T) {
 	if cfg.MaxParallelIO != want.MaxParallelIO || cfg.MemoryBudget != want.MemoryBudget || cfg.BudgetFraction != want.BudgetFraction ||
 		cfg.Ordered != want.Ordered || cfg.RequestSize != want.RequestSize || cfg.CoalesceGap != want.CoalesceGap ||
 		cfg.Retries != want.Retries || cfg.RequestTimeout != want.RequestTimeout || cfg.NoHedge != want.NoHedge ||
-		cfg.UnionByName != want.UnionByName || cfg.Trace != want.Trace || cfg.Store != want.Store {
+		cfg.UnionByName != want.UnionByName || cfg.Trace != want.Trace || !sameStoreOptions(cfg.Store, want.Store) {
 		t.Errorf("Config = %+v\nwant     %+v", cfg, want)
 	}
 
@@ -84,4 +85,11 @@ func TestApplyParametersRefuses(t *testing.T) {
 			t.Errorf("%v %v: err = %v, want %q", c.env, c.query, err, c.want)
 		}
 	}
+}
+
+// sameStoreOptions compares the options parameters set (Options holds a
+// func, so it is not comparable as a whole).
+func sameStoreOptions(a, b store.Options) bool {
+	return a.S3Endpoint == b.S3Endpoint && a.S3Region == b.S3Region && a.S3URLStyle == b.S3URLStyle &&
+		a.S3AccessKeyID == b.S3AccessKeyID && a.S3SecretAccessKey == b.S3SecretAccessKey && a.S3SessionToken == b.S3SessionToken
 }

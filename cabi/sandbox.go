@@ -1,14 +1,18 @@
 package cabi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/scanner"
 )
 
 // AllowedPrefixesEnv names the process-wide list of sources a scan may open:
@@ -83,29 +87,57 @@ func under(c, p string) bool {
 
 // canonicalSource normalizes a source so that prefixes compare as paths:
 // a local path or file:// URL becomes an absolute, cleaned path (".." is
-// resolved, so it cannot climb out of a prefix); any other URL becomes
-// scheme://host followed by its cleaned path, scheme and host lower-cased.
-// A trailing slash is kept (it marks a folder).
+// resolved, so it cannot climb out of a prefix); an s3:// URL becomes
+// "s3://" + bucket + "/" + key, split where the store splits it (the first
+// "/"), case kept (bucket names and keys are case-sensitive); any other URL
+// becomes scheme://host followed by its path, scheme and host lower-cased,
+// case of the path kept. A URL whose path has a "." or ".." segment is
+// refused: a server may resolve it out of the prefix the string starts
+// with. A trailing slash is kept (it marks a folder).
 func canonicalSource(s string) (string, error) {
 	if !strings.Contains(s, "://") {
 		return cleanLocal(s)
+	}
+	scheme, rest, _ := strings.Cut(s, "://")
+	if strings.EqualFold(scheme, "s3") {
+		bucket, key, _ := strings.Cut(rest, "/")
+		if err := store.CheckBucket(bucket); err != nil {
+			return "", err
+		}
+		if err := noDotSegments(key); err != nil {
+			return "", err
+		}
+		return "s3://" + bucket + "/" + key, nil
 	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return "", err
 	}
-	scheme := strings.ToLower(u.Scheme)
+	scheme = strings.ToLower(u.Scheme)
 	if scheme == "file" {
 		return cleanLocal(u.Path)
 	}
 	if u.Host == "" {
 		return "", fmt.Errorf("no host")
 	}
+	if err := noDotSegments(u.Path); err != nil {
+		return "", err
+	}
 	p := u.Path
 	if p == "" {
 		p = "/"
 	}
-	return scheme + "://" + strings.ToLower(u.Host) + cleanKeepSlash(p), nil
+	return scheme + "://" + strings.ToLower(u.Host) + p, nil
+}
+
+// noDotSegments refuses a URL path with a "." or ".." segment.
+func noDotSegments(p string) error {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return errors.New(`its path has a "." or ".." segment`)
+		}
+	}
+	return nil
 }
 
 func cleanLocal(p string) (string, error) {
@@ -122,10 +154,133 @@ func cleanLocal(p string) (string, error) {
 	return abs, nil
 }
 
-func cleanKeepSlash(p string) string {
-	c := path.Clean("/" + p)
-	if strings.HasSuffix(p, "/") && !strings.HasSuffix(c, "/") {
-		c += "/"
+// sandboxes is what one bind's scan may reach: the process's
+// REMOTE_SEGMENTS_ALLOWED_PREFIXES (env) and DuckDB's sandbox as the bind's
+// client context reports it (db); nil admits all. While either is set the
+// query is not trusted with the process's reach: the README's "Sandbox"
+// and test/RELIABILITY.md's threat model say who is trusted with what.
+type sandboxes struct {
+	env *allowList
+	db  *duckdbSandbox
+}
+
+// on reports whether any sandbox restricts the scan.
+func (s sandboxes) on() bool { return s.env != nil || s.db != nil }
+
+// admit returns nil when both admit source, env asked first.
+func (s sandboxes) admit(source string) error {
+	if err := s.env.admit(source); err != nil {
+		return err
 	}
-	return c
+	return s.db.admit(source)
+}
+
+// sources returns the scan's Config.Admit: a source both admit; nil when
+// neither restricts anything.
+func (s sandboxes) sources() func(string) error {
+	if !s.on() {
+		return nil
+	}
+	return s.admit
+}
+
+// output checks a file the scan writes (the trace parameter) against both:
+// DuckDB's sandbox refuses writes as it refuses reads, and a file written
+// is as much a place the query reaches as a file read.
+func (s sandboxes) output(param, file string) error {
+	if file == "" {
+		return nil
+	}
+	if err := s.admit(file); err != nil {
+		return fmt.Errorf("remote_segments: %s: %w", param, err)
+	}
+	return nil
+}
+
+// key names the rule of admit for store domains (store.Options.AdmitKey):
+// a store that follows redirects for one sandbox must not serve another.
+func (s sandboxes) key() string {
+	if !s.on() {
+		return ""
+	}
+	var b strings.Builder
+	if s.env != nil {
+		b.WriteString(strings.Join(s.env.prefixes, "\x00"))
+	}
+	if s.db != nil {
+		fmt.Fprintf(&b, "\x01%q\x01%q", s.db.dirs, s.db.paths)
+	}
+	h := sha256.Sum256([]byte(b.String()))
+	return "sandbox-" + hex.EncodeToString(h[:8])
+}
+
+// confine applies the sandboxes to a bound scan's Config: the trace file,
+// the redirects of its stores, and the S3 endpoint. chosen says which
+// parameters the query chose (readNamedParameters). With no sandbox on it
+// changes nothing: the query is then trusted with everything the process
+// can reach, including its credentials.
+//
+// While a sandbox is on, requests signed with the process's credentials
+// (REMOTE_SEGMENTS_S3_* in the environment, or the AWS default chain) go
+// only to the endpoint the operator chose: an s3_endpoint the query chose
+// is refused unless the query also gives its own key and secret (and any
+// session token), and then every s3:// object is admitted only when the
+// http(s) URLs its requests go to are admitted too, so the endpoint is
+// part of what the sandbox admits.
+func (s sandboxes) confine(cfg *scanner.Config, chosen queryChosen) error {
+	if err := s.output("trace", cfg.Trace); err != nil {
+		return err
+	}
+	if !s.on() {
+		return nil
+	}
+	cfg.Store.AdmitRedirect = s.admit
+	cfg.Store.AdmitKey = s.key()
+	cfg.Admit = s.admit
+	if !chosen["s3_endpoint"] {
+		return nil
+	}
+	if !ownCredentials(cfg.Store, chosen) {
+		return fmt.Errorf("remote_segments: %w: s3_endpoint %s is the query's, and the scan would sign its requests "+
+			"with the process's credentials; while a sandbox is on they go only to the operator's endpoint "+
+			"(REMOTE_SEGMENTS_S3_ENDPOINT, AWS_ENDPOINT_URL_S3, or remote_segments_s3_endpoint under lock_configuration): "+
+			"leave s3_endpoint out, or give s3_access_key_id and s3_secret_access_key too",
+			ErrNotAllowed, quoteEndpoint(cfg.Store.S3Endpoint))
+	}
+	opts := cfg.Store
+	cfg.Admit = func(source string) error {
+		if err := s.admit(source); err != nil {
+			return err
+		}
+		if sc, _, ok := strings.Cut(source, "://"); !ok || !strings.EqualFold(sc, "s3") {
+			return nil
+		}
+		urls, err := store.S3RequestURLs(source, opts)
+		if err != nil {
+			return fmt.Errorf("%w: %q: %v", ErrNotAllowed, source, err)
+		}
+		for _, u := range urls {
+			if err := s.admit(u); err != nil {
+				return fmt.Errorf("%w (the requests for %q go there: the query chose s3_endpoint)", err, source)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// ownCredentials reports whether the query chose every credential the
+// scan would sign with: a key and a secret, and the session token unless
+// it is empty. Otherwise the store would sign with the process's.
+func ownCredentials(o store.Options, chosen queryChosen) bool {
+	return o.S3AccessKeyID != "" && o.S3SecretAccessKey != "" &&
+		chosen["s3_access_key_id"] && chosen["s3_secret_access_key"] &&
+		(o.S3SessionToken == "" || chosen["s3_session_token"])
+}
+
+func quoteEndpoint(e string) string {
+	if e == "" {
+		return "'' (AWS's)"
+	}
+	return "'" + store.RedactURL(e) + "'"
 }

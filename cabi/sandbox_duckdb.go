@@ -123,11 +123,17 @@ func duckdbCanonical(source string) (p string, dir bool, err error) {
 		if err != nil {
 			return "", false, fmt.Errorf("not a URL: %v", err)
 		}
+		if strings.EqualFold(u.Scheme, "s3") {
+			// The S3 store takes the bucket and key as written, "?" and "#"
+			// included (canonicalSource): check them so.
+			if _, err := canonicalSource(source); err != nil {
+				return "", false, err
+			}
+			return source, dir, nil
+		}
 		if !strings.EqualFold(u.Scheme, "file") {
-			for _, seg := range strings.Split(u.Path, "/") {
-				if seg == "." || seg == ".." {
-					return "", false, errors.New("its path has a \".\" or \"..\" segment")
-				}
+			if err := noDotSegments(u.Path); err != nil {
+				return "", false, err
 			}
 			return source, dir, nil
 		}

@@ -100,6 +100,11 @@ func TestDuckDBSandboxURLs(t *testing.T) {
 		"s3://bucket/dsx/a", "s3://other/ds/x", "s3://bucket/one.arrow.x", "S3://bucket/ds/x.arrow",
 		"s3://bucket/ds", // a URL without its slash is an object, as for DuckDB
 		"/pub/a.arrow",
+		// The store takes an s3:// key as written, "#" and "?" included: the
+		// dot segments after them reach the server.
+		"s3://bucket/ds/x#/../../other/y", "s3://bucket/ds/x?/../../other/y", "s3://bucket/ds/a/../../other",
+		// A bucket name the store refuses.
+		"s3://bucket/ds/../../evil.com#/x",
 	}
 	checkAdmit(t, s.admit, admitted, refused)
 }
@@ -172,8 +177,11 @@ func TestSandboxesCombineBoth(t *testing.T) {
 	if f := (sandboxes{}).sources(); f != nil {
 		t.Error("no sandbox: sources() is not nil")
 	}
-	if err := (sandboxes{env: env}).output("trace", "/tmp/t.json"); err != nil {
-		t.Errorf("the list restricts sources, not the trace: %v", err)
+	if err := (sandboxes{env: env}).output("trace", "/tmp/t.json"); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("the list confines the trace file as it confines sources: %v", err)
+	}
+	if err := (sandboxes{env: env}).output("trace", "/data/t.json"); err != nil {
+		t.Errorf("a trace under the list: %v", err)
 	}
 	if err := (sandboxes{db: &duckdbSandbox{}}).output("trace", "/tmp/t.json"); !errors.Is(err, ErrNotAllowed) {
 		t.Errorf("DuckDB's sandbox refuses writes: %v", err)

@@ -17,7 +17,7 @@ func TestAllowListAdmitsOnlyUnderItsPrefixes(t *testing.T) {
 	}
 	admitted := []string{
 		"/data/ok", "/data/ok/x.arrow", "file:///data/ok/a/b.arrow", "/data/ok/**/*.arrow", "/data/other/../ok/x.arrow",
-		"s3://bucket/ds/x.arrow", "S3://BUCKET/ds/sub/", "https://h.example:8443/pub/a.arrow", "https://H.example:8443/pub",
+		"s3://Bucket/ds/x.arrow", "S3://Bucket/ds/sub/", "https://h.example:8443/pub/a.arrow", "https://H.example:8443/pub",
 		filepath.Join(wd, "relative/dir/x.arrow"), "relative/dir/y.arrow", "./relative/dir/z/",
 	}
 	refused := []string{
@@ -25,6 +25,12 @@ func TestAllowListAdmitsOnlyUnderItsPrefixes(t *testing.T) {
 		"s3://bucket/ds", "s3://bucket/dsx/a", "s3://other/ds/x", "https://h.example:8443/public/a", "http://h.example:8443/pub/a",
 		"https://h.example/pub/a", "https://h.example:8443/pub/%2e%2e/secret", "relative/other", "gopher://x",
 		"", "s3:///nohost",
+		// Bucket names and keys are case-sensitive: another bucket, another key.
+		"s3://bucket/ds/x.arrow", "s3://BUCKET/ds/x.arrow", "s3://Bucket/DS/x.arrow", "https://h.example:8443/PUB/a",
+		// Split where the store splits: the bucket ends at the first "/".
+		"s3://Bucket?/ds/x", "s3://Bucket#/ds/x", "s3://x@Bucket/ds/x", "s3://Bucket:1/ds/x",
+		// A dot segment, which a server may resolve.
+		"s3://Bucket/ds/../other/x", "s3://Bucket/ds/./x", "https://h.example:8443/pub/../x", "https://h.example:8443/pub/a/%2E%2E/%2e%2e/x",
 	}
 	checkAdmit(t, l.admit, admitted, refused)
 }

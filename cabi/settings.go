@@ -105,14 +105,6 @@ func bindStringList(info C.duckdb_bind_info, name string) ([]string, error) {
 	return out, nil
 }
 
-// sandboxes is what one bind's scan may open: the process's
-// REMOTE_SEGMENTS_ALLOWED_PREFIXES (env) and DuckDB's sandbox as the bind's
-// client context reports it (db); nil admits all.
-type sandboxes struct {
-	env *allowList
-	db  *duckdbSandbox
-}
-
 // bindSandboxes reads both for a bind.
 func bindSandboxes(info C.duckdb_bind_info) (sandboxes, error) {
 	env, err := processAllowList()
@@ -127,31 +119,4 @@ func bindSandboxes(info C.duckdb_bind_info) (sandboxes, error) {
 		return sandboxes{env: env}, nil
 	}
 	return sandboxes{env: env, db: &db}, nil
-}
-
-// sources returns the scan's Config.Admit: a source both admit, env asked
-// first; nil when neither restricts anything.
-func (s sandboxes) sources() func(string) error {
-	if s.env == nil && s.db == nil {
-		return nil
-	}
-	return func(source string) error {
-		if err := s.env.admit(source); err != nil {
-			return err
-		}
-		return s.db.admit(source)
-	}
-}
-
-// output checks a file the scan writes (the trace parameter) against
-// DuckDB's sandbox, which refuses writes as it refuses reads. The
-// allow-list of sources does not apply to it.
-func (s sandboxes) output(param, file string) error {
-	if file == "" {
-		return nil
-	}
-	if err := s.db.admit(file); err != nil {
-		return fmt.Errorf("remote_segments: %s: %w", param, err)
-	}
-	return nil
 }

@@ -39,7 +39,7 @@ func openHTTP(raw string, opts Options) (Store, string, error) {
 	return &httpStore{
 		base:   base,
 		shown:  u.Scheme + "://" + u.Host,
-		client: &http.Client{Transport: tr, CheckRedirect: checkRedirect},
+		client: &http.Client{Transport: tr, CheckRedirect: httpRedirects(opts.AdmitRedirect)},
 		tr:     tr,
 	}, name, nil
 }
@@ -83,6 +83,31 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: more than %d redirects", ErrUnsupported, maxRedirects)
 	}
 	return nil
+}
+
+// httpRedirects is the redirect policy of an HTTP(S) store: checkRedirect,
+// then admit (Options.AdmitRedirect, nil: none) must accept the target.
+// Credentials in a URL's userinfo stay with their origin without more: the
+// client turns them into Authorization per request from the request's own
+// URL, and a redirect target has none (a relative one keeps the origin).
+// The store sets no header of its own that carries a credential.
+func httpRedirects(admit func(string) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if err := checkRedirect(req, via); err != nil {
+			return err
+		}
+		if admit != nil {
+			if err := admit(req.URL.String()); err != nil {
+				return fmt.Errorf("%w: a redirect to %s: %w", ErrUnsupported, RedactURL(req.URL.String()), err)
+			}
+		}
+		return nil
+	}
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
 }
 
 // encodingErr refuses a body the server encoded (gzip, br...) on the way:

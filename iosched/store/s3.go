@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,24 +45,142 @@ func splitBucket(name string) (bucket, key string, err error) {
 	if bucket == "" {
 		return "", "", errors.New("no bucket in the URL")
 	}
+	if err := CheckBucket(bucket); err != nil {
+		return "", "", err
+	}
 	return bucket, key, nil
 }
 
-func newS3Store(opts Options) (*s3Store, error) {
-	endpoint := opts.S3Endpoint
+// s3Addressing returns the endpoint URL ("" for AWS's) and the URL style
+// ("vhost" or "path"; "" means vhost) requests of opts use, and refuses the
+// options that would send them to a host nobody named: an endpoint that is
+// not http(s)://host, a region that is not a host label, a virtual-host
+// style on an IP address.
+func s3Addressing(opts Options) (endpoint, style string, err error) {
+	endpoint = opts.S3Endpoint
 	if endpoint != "" && !strings.Contains(endpoint, "://") {
 		endpoint = "https://" + endpoint
 	}
-	style := opts.S3URLStyle
+	style = opts.S3URLStyle
 	switch style {
 	case "", "vhost", "path":
 	default:
-		return nil, fmt.Errorf("store: s3 url style %q: want vhost or path", style)
+		return "", "", fmt.Errorf("store: s3 url style %q: want vhost or path", style)
 	}
-	if style == "" && endpoint != "" {
-		if u, err := url.Parse(endpoint); err == nil && isLocalHost(u.Hostname()) {
-			style = "path"
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
+			return "", "", fmt.Errorf("store: s3 endpoint %s: want http(s)://host[:port], without userinfo", RedactURL(endpoint))
 		}
+		switch {
+		case style == "" && isLocalHost(u.Hostname()):
+			style = "path"
+		case style == "vhost" && net.ParseIP(strings.Trim(u.Hostname(), "[]")) != nil:
+			// "<bucket>.<IP>" is no address: it would go to a resolver,
+			// which may answer anything.
+			return "", "", fmt.Errorf("store: s3 endpoint %s: vhost style needs a host name, not an IP address", endpoint)
+		}
+	}
+	if err := checkRegion(opts.S3Region); err != nil {
+		return "", "", err
+	}
+	return endpoint, style, nil
+}
+
+// S3RequestURLs returns the http(s) URLs that the requests for rawURL
+// (s3://bucket/key, or a prefix of keys) go to under opts: the path-style
+// URL, and for the virtual-host style also the virtual-host URL (the client
+// falls back to path style for a bucket that cannot be a host name).
+// Without an endpoint they are AWS's, in opts.S3Region or us-east-1. A
+// sandbox that must admit the endpoint as well as the bucket asks about
+// these. On failure, returns the error Open would.
+func S3RequestURLs(rawURL string, opts Options) ([]string, error) {
+	scheme, rest := splitScheme(rawURL)
+	if scheme != "s3" {
+		return nil, fmt.Errorf("store: %s is not an s3:// URL", RedactURL(rawURL))
+	}
+	bucket, key, err := splitBucket(rest)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", RedactURL(rawURL), err)
+	}
+	endpoint, style, err := s3Addressing(opts)
+	if err != nil {
+		return nil, err
+	}
+	if endpoint == "" {
+		region := opts.S3Region
+		if region == "" {
+			region = "us-east-1"
+		}
+		endpoint = "https://s3." + region + ".amazonaws.com"
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("store: s3 endpoint %s: %w", RedactURL(endpoint), err)
+	}
+	base := strings.TrimSuffix(u.Path, "/")
+	urls := []string{u.Scheme + "://" + u.Host + base + "/" + bucket + "/" + key}
+	if style != "path" {
+		urls = append(urls, u.Scheme+"://"+bucket+"."+u.Host+base+"/"+key)
+	}
+	return urls, nil
+}
+
+// CheckBucket accepts a bucket name of S3 and the stores that copy it:
+// letters, digits, '.', '-' and '_' (the last two and capitals for the
+// legacy names some stores still serve), at most 255 of them. Anything
+// else ('@', ':', '#', '%', '?') would change the meaning of the URL the
+// bucket becomes part of: the host of a virtual-host request, or the path
+// a sandbox compared. It returns an error naming the bucket.
+func CheckBucket(bucket string) error {
+	if bucket == "" || len(bucket) > 255 {
+		return fmt.Errorf("bucket name %q: want 1 to 255 characters", bucket)
+	}
+	for _, c := range bucket {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return fmt.Errorf("bucket name %q: only letters, digits, '.', '-' and '_' are allowed", bucket)
+		}
+	}
+	return nil
+}
+
+// checkRegion accepts a region name: letters, digits, '-' and '_'. The
+// region becomes part of the host name of an AWS endpoint
+// (s3.<region>.amazonaws.com): a '.', '/', '@' or '#' would move the
+// request to another host.
+func checkRegion(region string) error {
+	if len(region) > 64 {
+		return fmt.Errorf("store: s3 region %q: too long", region)
+	}
+	for _, c := range region {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("store: s3 region %q: only letters, digits, '-' and '_' are allowed", region)
+		}
+	}
+	return nil
+}
+
+// s3Redirect is the redirect policy of an S3 store: checkRedirect, and the
+// target must be the very URL of the request. A signed request carries its
+// signature and the session token (X-Amz-Security-Token, which the client
+// copies to any host); a signature is only good for the host and path it
+// was made for, so a redirect elsewhere can only fail there, or hand the
+// token to whoever answers.
+func s3Redirect(req *http.Request, via []*http.Request) error {
+	if err := checkRedirect(req, via); err != nil {
+		return err
+	}
+	from, to := via[len(via)-1].URL, req.URL
+	if !sameOrigin(from, to) || from.Path != to.Path || from.RawQuery != to.RawQuery {
+		return fmt.Errorf("%w: an S3 redirect to %s (a signed request goes only to the URL it was signed for)", ErrUnsupported, RedactURL(to.String()))
+	}
+	return nil
+}
+
+func newS3Store(opts Options) (*s3Store, error) {
+	endpoint, style, err := s3Addressing(opts)
+	if err != nil {
+		return nil, err
 	}
 
 	// The SDK's default pool keeps 10 idle connections per host and re-dials
@@ -88,7 +207,7 @@ func newS3Store(opts Options) (*s3Store, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
-	cfg.HTTPClient = &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	cfg.HTTPClient = &http.Client{Transport: tr, CheckRedirect: s3Redirect}
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	cfg.RetryMaxAttempts = 1
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {

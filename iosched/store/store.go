@@ -182,6 +182,16 @@ type Options struct {
 	// MaxConns sizes the keep-alive pool per host; set it to the IO
 	// parallelism or connections are re-dialed. Zero means 64.
 	MaxConns int
+	// AdmitRedirect, when set, is asked about the target of every
+	// redirect an HTTP(S) store would follow; an error refuses it, and
+	// the request fails without a connection to the target. A host's
+	// sandbox goes here, so that a server cannot send the client where
+	// the sandbox would not let the query go.
+	AdmitRedirect func(target string) error
+	// AdmitKey names AdmitRedirect's rule: stores share a domain only
+	// when their keys are equal, so give a different key whenever the rule
+	// differs. It is shown in domain keys: no secret.
+	AdmitKey string
 }
 
 // String describes o without its secrets.
@@ -192,8 +202,8 @@ func (o Options) String() string {
 		}
 		return "REDACTED"
 	}
-	return fmt.Sprintf("{S3Endpoint:%s S3Region:%s S3URLStyle:%s S3AccessKeyID:%s S3SecretAccessKey:%s S3SessionToken:%s MaxConns:%d}",
-		o.S3Endpoint, o.S3Region, o.S3URLStyle, redact(o.S3AccessKeyID), redact(o.S3SecretAccessKey), redact(o.S3SessionToken), o.MaxConns)
+	return fmt.Sprintf("{S3Endpoint:%s S3Region:%s S3URLStyle:%s S3AccessKeyID:%s S3SecretAccessKey:%s S3SessionToken:%s MaxConns:%d AdmitKey:%s}",
+		o.S3Endpoint, o.S3Region, o.S3URLStyle, redact(o.S3AccessKeyID), redact(o.S3SecretAccessKey), redact(o.S3SessionToken), o.MaxConns, o.AdmitKey)
 }
 
 // GoString describes o without its secrets.
@@ -298,12 +308,12 @@ var httpScheme = scheme{
 		}
 		return httpName(pu), nil
 	},
-	domain: func(u schemeURL, _ Options) (string, error) {
+	domain: func(u schemeURL, opts Options) (string, error) {
 		pu, err := parseHTTP(u.raw)
 		if err != nil {
 			return "", err
 		}
-		return u.scheme + "://" + pu.Host + "#" + secretHash(pu.User.String()), nil
+		return u.scheme + "://" + pu.Host + "#" + secretHash(pu.User.String()) + "|" + opts.AdmitKey, nil
 	},
 }
 
@@ -387,9 +397,11 @@ func filePath(raw, scheme, rest string) (string, error) {
 }
 
 // RedactURL is raw as messages, stats and traces show it: its query, which
-// may carry a presigned signature, becomes "REDACTED", and a password in it
-// is dropped; the rest is kept as written. Every error, stats row and trace
-// of this module that names a URL names it through RedactURL.
+// may carry a presigned signature, becomes "REDACTED", and its userinfo is
+// dropped whole, since a token is as often written as the user
+// ("https://TOKEN@host/") as as a password; the rest is kept as written.
+// Every error, stats row and trace of this module that names a URL names it
+// through RedactURL.
 func RedactURL(raw string) string {
 	if i := strings.IndexByte(raw, '?'); i >= 0 {
 		raw = raw[:i] + "?REDACTED"
@@ -400,13 +412,11 @@ func RedactURL(raw string) string {
 	}
 	rest := raw[scheme+3:]
 	host := rest
-	if j := strings.IndexAny(rest, "/?"); j >= 0 {
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
 		host = rest[:j]
 	}
 	if at := strings.LastIndexByte(host, '@'); at >= 0 {
-		if colon := strings.IndexByte(host[:at], ':'); colon >= 0 {
-			raw = raw[:scheme+3] + host[:colon] + rest[at:]
-		}
+		raw = raw[:scheme+3] + rest[at+1:]
 	}
 	return raw
 }

@@ -222,13 +222,16 @@ func TestRetryAfter(t *testing.T) {
 }
 
 // TestRedactURL: the one redaction of URLs for messages, stats and traces
-// drops a query (presigned signatures) and a password, and keeps the rest
-// as written.
+// drops a query (presigned signatures) and the whole userinfo (a token is
+// often the user: https://TOKEN@host/), and keeps the rest as written.
 func TestRedactURL(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"https://h/a.arrow?X-Amz-Signature=secret", "https://h/a.arrow?REDACTED"},
-		{"https://user:pass@h:8080/d/x.arrow", "https://user@h:8080/d/x.arrow"},
-		{"http://u:p@h/x?sig=1", "http://u@h/x?REDACTED"},
+		{"https://user:pass@h:8080/d/x.arrow", "https://h:8080/d/x.arrow"},
+		{"http://u:p@h/x?sig=1", "http://h/x?REDACTED"},
+		{"https://ghp_TOKEN@h/d/x.arrow", "https://h/d/x.arrow"},
+		{"https://a@b@h/x", "https://h/x"},
+		{"https://h/x#frag@y", "https://h/x#frag@y"},
 		{"s3://bucket/key with space.arrow", "s3://bucket/key with space.arrow"},
 		{"/data/a@b:c/x.arrow", "/data/a@b:c/x.arrow"},
 		{"file:///a/b.arrow", "file:///a/b.arrow"},

@@ -99,16 +99,24 @@ goleak.
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, o.f.store, o.f.name,
 			cell(o.f.injected), cell(res), o.took.Round(time.Millisecond), o.f.bound, o.retries, o.budget, o.fdDelta, o.tmp, o.next)
 	}
-	// The fuzzing section is `make fuzz`'s (test/cmd/fuzz): keep it.
+	// The hand-written threat model and the fuzzing section (`make
+	// fuzz`'s, test/cmd/fuzz) follow the table, in that order: keep them.
 	if old, err := os.ReadFile(path); err == nil {
-		if i := strings.Index(string(old), fuzzSectionMark); i >= 0 {
-			b.WriteString("\n" + string(old[i:]))
+		for _, mark := range []string{threatSectionMark, fuzzSectionMark} {
+			if i := strings.Index(string(old), mark); i >= 0 {
+				b.WriteString("\n" + string(old[i:]))
+				break
+			}
 		}
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// threatSectionMark starts the hand-written threat model, which runs up to
+// the fuzzing section: the report keeps it as written.
+const threatSectionMark = "<!-- threat model: written by hand; the fault matrix keeps it -->"
 
 // fuzzSectionMark starts the section test/cmd/fuzz writes at the end of the
 // report (the same text as its sectionMark).

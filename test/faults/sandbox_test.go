@@ -2,11 +2,18 @@ package faults
 
 import (
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // sandboxTree writes the local data of the sandbox rows under a new
@@ -61,8 +68,11 @@ func runSandbox(t *testing.T, duckdb, ext string, ds dataset, sec secrets, good 
 	q := func(p string) string { return "'" + p + "'" }
 	local := fault{store: "local", src: q(root + "/allowed/chunks/**/*.arrow"), bound: time.Minute}
 	s3p := good["S3"].params
-	lists := fmt.Sprintf("SET allowed_directories = [%s, %s, %s]; SET allowed_paths = [%s]",
-		q(root+"/allowed"), q("s3://data/chunks/"), q(web.srv.URL+"/ok/chunks/"), q(root+"/exact/tiny.arrow"))
+	// The S3 rows name their endpoint in the query (s3p), with the query's
+	// own keys: the sandbox admits them only where it admits the URLs the
+	// requests go to as well (path style: <endpoint>/data/chunks/...).
+	lists := fmt.Sprintf("SET allowed_directories = [%s, %s, %s, %s]; SET allowed_paths = [%s]",
+		q(root+"/allowed"), q("s3://data/chunks/"), q(front.srv.URL+"/data/chunks/"), q(web.srv.URL+"/ok/chunks/"), q(root+"/exact/tiny.arrow"))
 	refused := "Permission Error: cannot access"
 	const b = 15 * time.Second
 	off := []fault{
@@ -127,4 +137,201 @@ func runSandbox(t *testing.T, duckdb, ext string, ds dataset, sec secrets, good 
 		transcripts["CLI output ("+run.name+")"] = c.output()
 	}
 	return outs, transcripts
+}
+
+// listener is a server on 127.0.0.1 standing for a host nobody admitted
+// (an internal service, a metadata endpoint, an attacker's listener): it
+// counts the connections it accepts and records the headers of every
+// request, answering 404.
+type listener struct {
+	srv   *httptest.Server
+	conns atomic.Int64
+	mu    sync.Mutex
+	heads []http.Header
+}
+
+func newListener(t *testing.T) *listener {
+	l := &listener{}
+	l.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.heads = append(l.heads, r.Header.Clone())
+		l.mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	l.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			l.conns.Add(1)
+		}
+	}
+	l.srv.Start()
+	t.Cleanup(l.srv.Close)
+	return l
+}
+
+// headers returns every recorded request's headers as one text.
+func (l *listener) headers() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, h := range l.heads {
+		for k, vs := range h {
+			fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(vs, ","))
+		}
+	}
+	return b.String()
+}
+
+// TestSandboxBoundaries runs the boundaries of the threat model
+// (test/RELIABILITY.md, "Threat model") through the DuckDB CLI with the
+// extension, with process credentials in the CLI's environment (AWS_*):
+// under REMOTE_SEGMENTS_ALLOWED_PREFIXES, under DuckDB's sandbox, and under
+// the 2.0 edition's settings, every query-named destination (s3_endpoint,
+// an unlocked SET remote_segments_s3_endpoint, a redirect, a catalog row)
+// gets no connection; the operator's endpoint (a locked setting) gets the
+// signed request; and with no sandbox the query is trusted, which the
+// control case shows by what reaches its listener.
+func TestSandboxBoundaries(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	root := repoRoot(t)
+	duckdb := filepath.Join(root, ".tools/bin/duckdb")
+	ext := filepath.Join(root, "build/release/remote_segments.duckdb_extension")
+	extV2 := filepath.Join(root, "build/release/v2.0.0/remote_segments.duckdb_extension")
+	for _, p := range []string{duckdb, ext, extV2} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%v: run `make tools release`", err)
+		}
+	}
+	const (
+		keyID = "AKIDPROCESSPLANTED01"
+		token = "ProcessSessionTokenPlanted"
+	)
+	awsEnv := []string{"AWS_ACCESS_KEY_ID=" + keyID, "AWS_SECRET_ACCESS_KEY=process-secret-planted", "AWS_SESSION_TOKEN=" + token,
+		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
+	q := func(s string) string { return "'" + s + "'" }
+
+	// A web server whose /ok/ is admitted; /ok/r/<port>/<path> answers 307
+	// to http://127.0.0.1:<port>/<path>.
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.Path, "/ok/r/")
+		port, p, _ := strings.Cut(rest, "/")
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		http.Redirect(w, r, "http://127.0.0.1:"+port+"/"+p, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(web.Close)
+	port := func(l *listener) string { return l.srv.URL[strings.LastIndexByte(l.srv.URL, ':')+1:] }
+
+	type boundary struct {
+		name    string
+		query   func(l *listener) string
+		wantErr string
+		reached bool // the listener must see the signed request (the operator chose it)
+	}
+	viaEndpoint := func(extra string) func(l *listener) string {
+		return func(l *listener) string {
+			return "SELECT count(*) FROM remote_segments('s3://data/x.arrow', s3_endpoint := " + q(l.srv.URL) + extra + ", retries := 0)"
+		}
+	}
+	ownKeys := ", s3_access_key_id := 'AKIDQUERY', s3_secret_access_key := 'query-secret'"
+	redirect := func(l *listener) string {
+		return "SELECT count(*) FROM remote_segments(" + q(web.URL+"/ok/r/"+port(l)+"/ok/x.arrow") + ", retries := 0)"
+	}
+	catalogRow := func(l *listener) string {
+		return "SELECT count(*) FROM remote_segments([{url: " + q(l.srv.URL+"/x.arrow") + "}], retries := 0)"
+	}
+	common := []boundary{
+		{"s3_endpoint with the process's credentials", viaEndpoint(""), "process's credentials", false},
+		{"s3_endpoint with the query's own keys, endpoint not admitted", viaEndpoint(ownKeys), "Permission Error", false},
+		{"a redirect from an admitted URL to a host not admitted", redirect, "a redirect to", false},
+		{"a catalog row naming a host not admitted", catalogRow, "Permission Error", false},
+	}
+	runs := []struct {
+		name  string
+		ext   string
+		env   []string
+		setup []string
+		cases []boundary
+	}{
+		{"REMOTE_SEGMENTS_ALLOWED_PREFIXES", ext, []string{"REMOTE_SEGMENTS_ALLOWED_PREFIXES=s3://data/," + web.URL + "/ok/"}, nil,
+			append(common,
+				boundary{"a bucket in other case than the admitted one", func(l *listener) string {
+					return "SELECT count(*) FROM remote_segments('s3://DATA/x.arrow', s3_endpoint := " + q(l.srv.URL) + ownKeys + ")"
+				}, "is not under any prefix", false},
+				boundary{"a trace file outside the list", func(l *listener) string {
+					return "SELECT count(*) FROM remote_segments('s3://data/x.arrow', trace := '/tmp/rs-trace-outside.json')"
+				}, "trace: Permission Error", false})},
+		{"DuckDB's sandbox", ext, nil, []string{
+			"SET allowed_directories = ['s3://data/', " + q(web.URL+"/ok/") + "]", "SET enable_external_access = false"}, common},
+		{"2.0 edition settings, allow-list", extV2, []string{"REMOTE_SEGMENTS_ALLOWED_PREFIXES=s3://data/," + web.URL + "/ok/"}, nil, []boundary{
+			{"SET remote_segments_s3_endpoint, configuration not locked", func(l *listener) string {
+				return "SET remote_segments_s3_endpoint = " + q(l.srv.URL) + "; SELECT count(*) FROM remote_segments('s3://data/x.arrow', retries := 0)"
+			}, "process's credentials", false},
+		}},
+		{"2.0 edition settings, locked by the operator", extV2, []string{"REMOTE_SEGMENTS_ALLOWED_PREFIXES=s3://data/," + web.URL + "/ok/"}, nil, []boundary{
+			{"SET GLOBAL remote_segments_s3_endpoint, then lock_configuration: the operator's endpoint", func(l *listener) string {
+				return "SET GLOBAL remote_segments_s3_endpoint = " + q(l.srv.URL) + "; SET lock_configuration = true; " +
+					"SELECT count(*) FROM remote_segments('s3://data/x.arrow', retries := 0)"
+			}, "not found", true},
+		}},
+		{"no sandbox (control: the query is trusted)", ext, nil, nil, []boundary{
+			{"s3_endpoint with the process's credentials", viaEndpoint(""), "not found", true},
+			{"a redirect from an S3 endpoint to another port", func(l *listener) string {
+				front := httptest.NewServer(http.RedirectHandler(l.srv.URL+"/data/x.arrow", http.StatusTemporaryRedirect))
+				t.Cleanup(front.Close)
+				return "SELECT count(*) FROM remote_segments('s3://data/x.arrow', s3_endpoint := " + q(front.URL) + ", retries := 0)"
+			}, "S3 redirect", false},
+		}},
+	}
+	for _, run := range runs {
+		c := startCLI(t, duckdb, run.ext, append(append([]string(nil), awsEnv...), run.env...)...)
+		for _, s := range run.setup {
+			if r := c.exec(s, time.Minute); r.err != "" {
+				t.Fatalf("%s: %s: %s", run.name, s, r.err)
+			}
+		}
+		for _, b := range run.cases {
+			l := newListener(t)
+			var r result
+			for _, s := range strings.Split(b.query(l), "; ") {
+				if r = c.exec(s, time.Minute); r.err != "" {
+					break
+				}
+			}
+			n, heads := l.conns.Load(), l.headers()
+			switch {
+			case !strings.Contains(r.err, b.wantErr):
+				t.Errorf("%s: %s: error %q, want %q", run.name, b.name, r.err, b.wantErr)
+			case !b.reached && n != 0:
+				t.Errorf("%s: %s: the listener saw %d connections, want 0; headers:\n%s", run.name, b.name, n, heads)
+			case b.reached && (n == 0 || !strings.Contains(heads, keyID) || !strings.Contains(heads, token)):
+				t.Errorf("%s: %s: the listener saw %d connections and headers\n%s\nwant the signed request (key id and session token)", run.name, b.name, n, heads)
+			default:
+				t.Logf("%s: %s: %d connections; %s", run.name, b.name, n, firstLine(r.err))
+			}
+		}
+		if strings.Contains(c.output(), token) || strings.Contains(c.output(), "process-secret-planted") {
+			t.Errorf("%s: a process secret appears in the CLI's output", run.name)
+		}
+	}
+}
+
+// TestReportKeepsThreatModel: rewriting the matrix keeps the hand-written
+// threat model and the fuzzing section after it, as they were.
+func TestReportKeepsThreatModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "RELIABILITY.md")
+	tail := threatSectionMark + "\n## Threat model\n\nby hand\n\n" + fuzzSectionMark + "\n## Fuzzing\n\nby make fuzz\n"
+	if err := os.WriteFile(path, []byte("# old table\n\n"+tail), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeReport(t, path, nil, "8|28")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.HasSuffix(s, "\n"+tail) || strings.Contains(s, "# old table") {
+		t.Fatalf("the rewritten report does not end with the kept sections:\n%s", s)
+	}
 }
