@@ -102,9 +102,15 @@ func Parse(data []byte, format Format, base string) ([]Chunk, error) {
 // FromRows turns catalog rows into chunks; relative URLs resolve
 // against base ("" means they must be absolute). name names the catalog in
 // errors.
+//
+// No rows is an error wrapping ErrNoChunks, not an empty scan: the scan's
+// columns are those of its first chunk, so a catalog with no row (an
+// empty file, a CSV header alone, [], a Parquet file of no rows) leaves
+// them unknown, and a query naming a column could not even be bound.
 func FromRows(rows []Row, base, name string) ([]Chunk, error) {
 	if len(rows) == 0 {
-		return nil, &Error{Catalog: name, Row: -1, Err: fmt.Errorf("%w: the catalog has no rows", ErrNoChunks)}
+		return nil, &Error{Catalog: name, Row: -1,
+			Err: fmt.Errorf("%w: the catalog has no rows, so there is no chunk to take the scan's columns from", ErrNoChunks)}
 	}
 	out := make([]Chunk, len(rows))
 	for i, r := range rows {
@@ -247,6 +253,9 @@ func csvRows(data []byte) ([]Row, error) {
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
 	header, err := r.Read()
+	if err == io.EOF {
+		return nil, nil // no header (the file is empty or blank): no rows
+	}
 	if err != nil {
 		return nil, fmt.Errorf("CSV header: %v", err)
 	}
@@ -276,7 +285,7 @@ func csvRows(data []byte) ([]Row, error) {
 
 // jsonRows reads one array of objects, or one object per line.
 func jsonRows(data []byte) ([]Row, error) {
-	trimmed := bytes.TrimSpace(data)
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\ufeff")))
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	var raw []map[string]any

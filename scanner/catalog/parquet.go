@@ -667,6 +667,12 @@ func readParquetRows(data []byte, want func(string) bool, strict bool) ([]Row, e
 		}
 		values := make([]any, 0, total)
 		for g, rg := range f.rowGroups {
+			if rg.numRows == 0 {
+				// An empty row group holds no values, and its column
+				// chunks may hold no data page: arrow-go writes an empty
+				// table as one such group, with data_page_offset 0.
+				continue
+			}
 			var err error
 			values, err = r.readChunk(rg.columns[c], leaf, conv, rg.numRows, values)
 			if err != nil {

@@ -322,13 +322,22 @@ func arrowTable(n int) arrow.RecordBatch {
 
 func writeArrow(t testing.TB, rec arrow.RecordBatch, opts ...parquet.WriterProperty) []byte {
 	t.Helper()
+	return writeArrowBatches(t, []arrow.RecordBatch{rec}, opts...)
+}
+
+// writeArrowBatches writes each record as its own row group (pqarrow's
+// Write makes one per call, also for a record of 0 rows).
+func writeArrowBatches(t testing.TB, recs []arrow.RecordBatch, opts ...parquet.WriterProperty) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(recs[0].Schema(), &buf, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
+	for _, rec := range recs {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
