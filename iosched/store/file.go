@@ -133,6 +133,9 @@ func (s *fileStore) List(ctx context.Context, prefix string) ([]ObjectInfo, erro
 		if err != nil {
 			return err
 		}
+		if len(out) == maxListObjects {
+			return tooManyObjects()
+		}
 		out = append(out, ObjectInfo{Name: name, Size: info.Size()})
 		return nil
 	})

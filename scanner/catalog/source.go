@@ -32,10 +32,11 @@ var ErrTooLarge = errors.New("catalog too large")
 // plans: without a bound, a catalog served as an endless HTTP body or a
 // listing that never ends grows memory until the process dies. A catalog
 // row is a URL and a few numbers, so DefaultMaxBytes holds millions of
-// rows in any format, more than DefaultMaxChunks.
+// rows in any format, more than DefaultMaxChunks. That is as many objects
+// as one listing may return.
 const (
-	DefaultMaxBytes  = 256 << 20 // bytes of a catalog file
-	DefaultMaxChunks = 5_000_000 // chunks of a source: catalog rows, URLs or listed objects
+	DefaultMaxBytes  = 256 << 20            // bytes of a catalog file
+	DefaultMaxChunks = store.MaxListObjects // chunks of a source: catalog rows, URLs or listed objects
 )
 
 // Source names what a scan reads: Rows (inline catalog rows) if non-nil,
