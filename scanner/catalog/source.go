@@ -68,7 +68,8 @@ func (s *Source) maxChunks() int {
 	return DefaultMaxChunks
 }
 
-// tooManyChunks is the error of a source name of more than max chunks.
+// tooManyChunks is the error of the source called name: n chunks, more
+// than max.
 func tooManyChunks(name string, n, max int) error {
 	return &Error{Catalog: name, Row: -1, Err: fmt.Errorf("%w: %d chunks, more than %d (the most a source may have)", ErrTooLarge, n, max)}
 }
