@@ -68,10 +68,13 @@ func (s *fileStore) openRange(ctx context.Context, op, name string, off, length 
 		return nil, nil, 0, s.fail(op, name, rng, ErrNotFound)
 	}
 	size := st.Size()
+	// An empty file read whole is an empty body, as an empty object is
+	// over HTTP and S3 (a GET without a Range header).
+	whole := off == 0 && length < 0
 	if length < 0 {
 		length = size - off
 	}
-	if off >= size || off+length > size {
+	if (off >= size && !whole) || off+length > size {
 		f.Close()
 		return nil, nil, 0, s.fail(op, name, rng, rangeErr(size))
 	}
@@ -132,6 +135,9 @@ func (s *fileStore) List(ctx context.Context, prefix string) ([]ObjectInfo, erro
 		info, err := d.Info()
 		if err != nil {
 			return err
+		}
+		if len(out) == maxListObjects {
+			return tooManyObjects()
 		}
 		out = append(out, ObjectInfo{Name: name, Size: info.Size()})
 		return nil

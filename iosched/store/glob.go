@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -40,6 +41,43 @@ func Glob(ctx context.Context, st Store, pattern string) ([]ObjectInfo, error) {
 		}
 	}
 	return out, nil
+}
+
+// MaxListObjects bounds the objects one List returns, and MaxListPages the
+// pages an S3 listing may take: a listing that does not end (a server that
+// answers every page as truncated) fails with ErrTooMany rather than
+// growing memory, or looping, until the process dies. A listing of that
+// many objects in full pages of 1000 takes a twentieth of MaxListPages.
+const (
+	MaxListObjects = 5_000_000
+	MaxListPages   = 100_000
+)
+
+// ErrTooMany is wrapped by the error of a listing past MaxListObjects or
+// MaxListPages.
+var ErrTooMany = errors.New("too many objects")
+
+// The bounds List enforces: MaxListObjects and MaxListPages, lower in tests.
+var maxListObjects, maxListPages = MaxListObjects, MaxListPages
+
+// listBound counts one listing's objects and pages against the bounds.
+type listBound struct{ objects, pages int }
+
+// add counts one page of n objects, and fails past a bound.
+func (b *listBound) add(n int) error {
+	b.objects += n
+	b.pages++
+	switch {
+	case b.objects > maxListObjects:
+		return tooManyObjects()
+	case b.pages > maxListPages:
+		return fmt.Errorf("%w: a listing of more than %d pages", ErrTooMany, maxListPages)
+	}
+	return nil
+}
+
+func tooManyObjects() error {
+	return fmt.Errorf("%w: more than %d in one listing", ErrTooMany, maxListObjects)
 }
 
 // Match reports whether name matches the Glob pattern.

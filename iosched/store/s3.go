@@ -350,11 +350,23 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 		Bucket: aws.String(bucket),
 		Prefix: aws.String(keyPrefix),
 	})
+	var bound listBound
+	var token string
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, s.fail("LIST", prefix, "", err)
 		}
+		if err := bound.add(len(page.Contents)); err != nil {
+			return nil, s.fail("LIST", prefix, "", err)
+		}
+		next := aws.ToString(page.NextContinuationToken)
+		if aws.ToBool(page.IsTruncated) && (next == "" || next == token) {
+			// The paginator would stop at once (no token: a listing cut
+			// short) or ask for the same page for ever.
+			return nil, s.fail("LIST", prefix, "", fmt.Errorf("a truncated page whose continuation token %q is empty or the last page's", next))
+		}
+		token = next
 		for _, o := range page.Contents {
 			out = append(out, ObjectInfo{Name: bucket + "/" + aws.ToString(o.Key), Size: aws.ToInt64(o.Size)})
 		}

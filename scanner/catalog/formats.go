@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -74,17 +75,23 @@ func formatOf(name string) Format {
 type Row map[string]any
 
 // Parse decodes a catalog file and resolves its rows against base
-// (the catalog's own URL or path). Every error is a *Error.
+// (the catalog's own URL or path). A catalog of more than DefaultMaxChunks
+// rows fails with ErrTooLarge. Every error is a *Error.
 func Parse(data []byte, format Format, base string) ([]Chunk, error) {
+	return parse(data, format, base, DefaultMaxChunks)
+}
+
+// parse is Parse with a bound on the rows, checked as they are read.
+func parse(data []byte, format Format, base string, maxRows int) ([]Chunk, error) {
 	var rows []Row
 	var err error
 	switch format {
 	case Parquet:
-		rows, err = parquetRows(data)
+		rows, err = parquetRows(data, maxRows)
 	case CSV:
-		rows, err = csvRows(data)
+		rows, err = csvRows(data, maxRows)
 	case JSON:
-		rows, err = jsonRows(data)
+		rows, err = jsonRows(data, maxRows)
 	default:
 		err = fmt.Errorf("unknown catalog format %d", format)
 	}
@@ -102,9 +109,15 @@ func Parse(data []byte, format Format, base string) ([]Chunk, error) {
 // FromRows turns catalog rows into chunks; relative URLs resolve
 // against base ("" means they must be absolute). name names the catalog in
 // errors.
+//
+// No rows is an error wrapping ErrNoChunks, not an empty scan: the scan's
+// columns are those of its first chunk, so a catalog with no row (an
+// empty file, a CSV header alone, [], a Parquet file of no rows) leaves
+// them unknown, and a query naming a column could not even be bound.
 func FromRows(rows []Row, base, name string) ([]Chunk, error) {
 	if len(rows) == 0 {
-		return nil, &Error{Catalog: name, Row: -1, Err: fmt.Errorf("%w: the catalog has no rows", ErrNoChunks)}
+		return nil, &Error{Catalog: name, Row: -1,
+			Err: fmt.Errorf("%w: the catalog has no rows, so there is no chunk to take the scan's columns from", ErrNoChunks)}
 	}
 	out := make([]Chunk, len(rows))
 	for i, r := range rows {
@@ -243,13 +256,34 @@ func resolveURL(base, ref string) (string, error) {
 	return filepath.Join(filepath.Dir(base), ref), nil
 }
 
-func csvRows(data []byte) ([]Row, error) {
+// maxCSVLine bounds a line of a CSV catalog. encoding/csv buffers a
+// whole record however long it is; a catalog row is a URL and a few
+// numbers, so a longer line is not a catalog (a binary file, a file with
+// no line ends) and is refused before the CSV reader copies it.
+const maxCSVLine = 1 << 20
+
+func csvRows(data []byte, maxRows int) ([]Row, error) {
+	for line, rest := 1, data; len(rest) > 0; line++ {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			i = len(rest)
+		}
+		if n := len(bytes.TrimSuffix(rest[:i], []byte("\r"))); n > maxCSVLine {
+			return nil, fmt.Errorf("CSV line %d is longer than %d bytes (the most a catalog line may have)", line, maxCSVLine)
+		}
+		rest = rest[min(i+1, len(rest)):]
+	}
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
+	r.ReuseRecord = true
 	header, err := r.Read()
+	if err == io.EOF {
+		return nil, nil // no header (the file is empty or blank): no rows
+	}
 	if err != nil {
 		return nil, fmt.Errorf("CSV header: %v", err)
 	}
+	header = slices.Clone(header)
 	for i := range header {
 		header[i] = strings.TrimSpace(strings.TrimPrefix(header[i], "\ufeff"))
 	}
@@ -261,6 +295,9 @@ func csvRows(data []byte) ([]Row, error) {
 		}
 		if err != nil {
 			return nil, &Error{Row: len(rows), Err: fmt.Errorf("%w: CSV: %v", ErrMalformed, err)}
+		}
+		if len(rows) == maxRows {
+			return nil, tooManyRows(maxRows)
 		}
 		row := Row{}
 		for i, v := range rec {
@@ -274,26 +311,45 @@ func csvRows(data []byte) ([]Row, error) {
 	}
 }
 
-// jsonRows reads one array of objects, or one object per line.
-func jsonRows(data []byte) ([]Row, error) {
-	trimmed := bytes.TrimSpace(data)
+// tooManyRows is the error of a catalog of more than maxRows rows.
+func tooManyRows(maxRows int) error {
+	return &Error{Row: -1, Err: fmt.Errorf("%w: more than %d rows (the most a catalog may have)", ErrTooLarge, maxRows)}
+}
+
+// jsonRows reads one array of objects, or one object per line, decoding
+// one object at a time so that the row bound holds before a row is made.
+// encoding/json refuses values nested deeper than 10000 levels, and every
+// value it makes is smaller than its text: the file's size bounds them.
+func jsonRows(data []byte, maxRows int) ([]Row, error) {
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\ufeff")))
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	var raw []map[string]any
-	if bytes.HasPrefix(trimmed, []byte("[")) {
-		if err := dec.Decode(&raw); err != nil {
+	array := bytes.HasPrefix(trimmed, []byte("["))
+	if array {
+		if _, err := dec.Token(); err != nil {
 			return nil, fmt.Errorf("JSON: %v", err)
 		}
-		if dec.More() {
-			return nil, fmt.Errorf("JSON: data after the array")
+	}
+	for dec.More() {
+		if len(raw) == maxRows {
+			return nil, tooManyRows(maxRows)
 		}
-	} else {
-		for dec.More() {
-			var m map[string]any
-			if err := dec.Decode(&m); err != nil {
-				return nil, &Error{Row: len(raw), Err: fmt.Errorf("%w: JSON: %v", ErrMalformed, err)}
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if array {
+				return nil, fmt.Errorf("JSON: %v", err)
 			}
-			raw = append(raw, m)
+			return nil, &Error{Row: len(raw), Err: fmt.Errorf("%w: JSON: %v", ErrMalformed, err)}
+		}
+		raw = append(raw, m)
+	}
+	if array {
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("JSON: %v", err)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, fmt.Errorf("JSON: data after the array")
 		}
 	}
 	rows := make([]Row, len(raw))

@@ -26,13 +26,15 @@ import (
 // Every length is checked against the input; the rows a file may declare
 // and the bytes its pages may decompress to are bounded by its size
 // (maxRowsPerByte, maxInflation), so a small malformed file cannot make the
-// reader allocate much.
+// reader allocate much, and absolutely (maxRows, maxInflated), so neither
+// can a large one.
 
 const (
 	maxRowsPerByte = 64        // rows per byte of file, beyond minRows
 	minRows        = 1 << 12   // rows any file may have
 	maxInflation   = 256       // decompressed bytes per byte of file, beyond minInflated
 	minInflated    = 1 << 20   // bytes any file may decompress to
+	maxInflated    = 2 << 30   // bytes no file may decompress to beyond, whatever its size
 	maxSchemaDepth = 64        // group nesting in the schema
 	parquetMagic   = "PAR1"    // at both ends of the file
 	footerTail     = 8         // footer length (4 bytes) + magic
@@ -591,10 +593,14 @@ type pqReader struct {
 	levels  []uint32
 }
 
-// parquetRows reads a Parquet catalog. Only the catalog's columns are
-// decoded; see readParquet.
-func parquetRows(data []byte) ([]Row, error) {
-	return readParquet(data, isCatalogColumn, true)
+// parquetRows reads a Parquet catalog of at most maxRows rows. Only the
+// catalog's columns are decoded; see readParquet.
+func parquetRows(data []byte, maxRows int) ([]Row, error) {
+	rows, err := readParquet(data, isCatalogColumn, true, maxRows)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, tooManyRows(maxRows)
+	}
+	return rows, err
 }
 
 func isCatalogColumn(name string) bool {
@@ -608,22 +614,23 @@ func isCatalogColumn(name string) bool {
 // readParquet decodes the flat columns want accepts into rows. A nested or
 // repeated column that want accepts is an error naming it; one it does not
 // is skipped. A wanted column of a type a catalog does not use is an error
-// when strict; otherwise (tests) its values are unsupported.
-func readParquet(data []byte, want func(string) bool, strict bool) (rows []Row, err error) {
+// when strict; otherwise (tests) its values are unsupported. A file of more
+// than maxRows rows fails with ErrTooLarge before any value is decoded.
+func readParquet(data []byte, want func(string) bool, strict bool, maxRows int) (rows []Row, err error) {
 	defer func() {
 		// Last resort: the decoders check every length, so this is a bug.
 		if r := recover(); r != nil {
 			rows, err = nil, fmt.Errorf("Parquet: internal error: %v", r)
 		}
 	}()
-	rows, err = readParquetRows(data, want, strict)
+	rows, err = readParquetRows(data, want, strict, maxRows)
 	if err != nil {
 		return nil, fmt.Errorf("Parquet: %w", err)
 	}
 	return rows, nil
 }
 
-func readParquetRows(data []byte, want func(string) bool, strict bool) ([]Row, error) {
+func readParquetRows(data []byte, want func(string) bool, strict bool, maxRows int) ([]Row, error) {
 	f, err := readFooter(data)
 	if err != nil {
 		return nil, err
@@ -633,17 +640,20 @@ func readParquetRows(data []byte, want func(string) bool, strict bool) ([]Row, e
 		return nil, err
 	}
 	var total int64
-	maxRows := minRows + maxRowsPerByte*int64(len(data))
+	fits := minRows + maxRowsPerByte*int64(len(data))
 	for g, rg := range f.rowGroups {
 		if len(rg.columns) != len(cols) {
 			return nil, fmt.Errorf("row group %d has %d columns, the schema %d", g, len(rg.columns), len(cols))
 		}
-		if rg.numRows < 0 || rg.numRows > maxRows-total {
-			return nil, fmt.Errorf("row group %d: %d rows: more than %d in all in a file of %d bytes", g, rg.numRows, maxRows, len(data))
+		if rg.numRows < 0 || rg.numRows > fits-total {
+			return nil, fmt.Errorf("row group %d: %d rows: more than %d in all in a file of %d bytes", g, rg.numRows, fits, len(data))
 		}
 		total += rg.numRows
 	}
-	r := &pqReader{data: data, inflate: minInflated + maxInflation*int64(len(data))}
+	if total > int64(maxRows) {
+		return nil, fmt.Errorf("%w: %d rows, more than %d", ErrTooLarge, total, maxRows)
+	}
+	r := &pqReader{data: data, inflate: min(minInflated+maxInflation*int64(len(data)), maxInflated)}
 	defer func() {
 		if r.zstd != nil {
 			r.zstd.Close()
@@ -667,6 +677,12 @@ func readParquetRows(data []byte, want func(string) bool, strict bool) ([]Row, e
 		}
 		values := make([]any, 0, total)
 		for g, rg := range f.rowGroups {
+			if rg.numRows == 0 {
+				// An empty row group holds no values, and its column
+				// chunks may hold no data page: arrow-go writes an empty
+				// table as one such group, with data_page_offset 0.
+				continue
+			}
 			var err error
 			values, err = r.readChunk(rg.columns[c], leaf, conv, rg.numRows, values)
 			if err != nil {

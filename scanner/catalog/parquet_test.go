@@ -144,7 +144,7 @@ func sameRows(ours, theirs []Row) error {
 // checkOracle reads data both ways (all columns) and compares.
 func checkOracle(t *testing.T, data []byte) []Row {
 	t.Helper()
-	ours, err := readParquet(data, allColumns, false)
+	ours, err := readParquet(data, allColumns, false, DefaultMaxChunks)
 	if err != nil {
 		t.Fatalf("our reader: %v", err)
 	}
@@ -322,13 +322,22 @@ func arrowTable(n int) arrow.RecordBatch {
 
 func writeArrow(t testing.TB, rec arrow.RecordBatch, opts ...parquet.WriterProperty) []byte {
 	t.Helper()
+	return writeArrowBatches(t, []arrow.RecordBatch{rec}, opts...)
+}
+
+// writeArrowBatches writes each record as its own row group (pqarrow's
+// Write makes one per call, also for a record of 0 rows).
+func writeArrowBatches(t testing.TB, recs []arrow.RecordBatch, opts ...parquet.WriterProperty) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(recs[0].Schema(), &buf, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
+	for _, rec := range recs {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -383,7 +392,7 @@ func TestParquetMalformed(t *testing.T) {
 	// rows or an error, never a panic (the recover wrapper would say
 	// "internal error").
 	for n := 0; n < len(good); n++ {
-		if _, err := readParquet(good[:n], allColumns, false); err == nil {
+		if _, err := readParquet(good[:n], allColumns, false, DefaultMaxChunks); err == nil {
 			t.Fatalf("the first %d bytes of %d read without error", n, len(good))
 		} else if strings.Contains(err.Error(), "internal error") {
 			t.Fatalf("truncated to %d: %v", n, err)
@@ -393,7 +402,7 @@ func TestParquetMalformed(t *testing.T) {
 		for _, x := range []byte{0x01, 0xff} {
 			bad := bytes.Clone(good)
 			bad[i] ^= x
-			if _, err := readParquet(bad, allColumns, false); err != nil && strings.Contains(err.Error(), "internal error") {
+			if _, err := readParquet(bad, allColumns, false, DefaultMaxChunks); err != nil && strings.Contains(err.Error(), "internal error") {
 				t.Fatalf("byte %d ^ %#x: %v", i, x, err)
 			}
 		}
@@ -405,7 +414,7 @@ func TestParquetMalformed(t *testing.T) {
 		{"footer too long", "PAR1....\xff\x00\x00\x00PAR1", "footer of 255 bytes"},
 		{"bad thrift", "PAR1\x15\xff\xff\x03\x00\x00\x00PAR1", "footer: thrift"},
 	} {
-		if _, err := parquetRows([]byte(tt.data)); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := parquetRows([]byte(tt.data), DefaultMaxChunks); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
 	}
@@ -430,14 +439,14 @@ func FuzzParquetCatalog(f *testing.F) {
 		f.Add(writeArrow(f, rec, opts...))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ours, err := readParquet(data, allColumns, false)
+		ours, err := readParquet(data, allColumns, false, DefaultMaxChunks)
 		if err != nil {
 			if strings.Contains(err.Error(), "internal error") {
 				t.Fatal(err)
 			}
 			return
 		}
-		if _, err := parquetRows(data); err != nil && strings.Contains(err.Error(), "internal error") {
+		if _, err := parquetRows(data, DefaultMaxChunks); err != nil && strings.Contains(err.Error(), "internal error") {
 			t.Fatal(err)
 		}
 		theirs, err := oracleRows(data)

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 
@@ -22,6 +23,22 @@ import (
 // ErrNoChunks is returned when a source resolves to no chunk at all.
 var ErrNoChunks = errors.New("no chunks")
 
+// ErrTooLarge is wrapped by the error of a catalog file larger than its
+// limit in bytes, or a source of more chunks than its limit.
+var ErrTooLarge = errors.New("catalog too large")
+
+// The limits of a source when its Source leaves them 0. A catalog file is
+// read whole before it is parsed, and every row becomes a chunk the scan
+// plans: without a bound, a catalog served as an endless HTTP body or a
+// listing that never ends grows memory until the process dies. A catalog
+// row is a URL and a few numbers, so DefaultMaxBytes holds millions of
+// rows in any format, more than DefaultMaxChunks. That is as many objects
+// as one listing may return.
+const (
+	DefaultMaxBytes  = 256 << 20            // bytes of a catalog file
+	DefaultMaxChunks = store.MaxListObjects // chunks of a source: catalog rows, URLs or listed objects
+)
+
 // Source names what a scan reads: Rows (inline catalog rows) if non-nil,
 // else URLs if non-nil, else Path (a catalog file, glob, prefix or object
 // URL).
@@ -29,6 +46,32 @@ type Source struct {
 	Path string
 	Rows []Row
 	URLs []string
+	// MaxBytes bounds the size of a catalog file (0: DefaultMaxBytes),
+	// MaxChunks the chunks the source resolves to (0: DefaultMaxChunks);
+	// beyond either, Resolve fails with ErrTooLarge. A listing is also
+	// bounded by store.MaxListObjects.
+	MaxBytes  int64
+	MaxChunks int
+}
+
+func (s *Source) maxBytes() int64 {
+	if s.MaxBytes > 0 {
+		return s.MaxBytes
+	}
+	return DefaultMaxBytes
+}
+
+func (s *Source) maxChunks() int {
+	if s.MaxChunks > 0 {
+		return s.MaxChunks
+	}
+	return DefaultMaxChunks
+}
+
+// tooManyChunks is the error of the source called name: n chunks, more
+// than max.
+func tooManyChunks(name string, n, max int) error {
+	return &Error{Catalog: name, Row: -1, Err: fmt.Errorf("%w: %d chunks, more than %d (the most a source may have)", ErrTooLarge, n, max)}
 }
 
 // Opener returns a hold on rawURL's store domain (its scheduler and store,
@@ -43,10 +86,16 @@ type Opener func(rawURL string) (*iosched.Hold, error)
 func Resolve(ctx context.Context, src Source, open Opener) ([]Chunk, error) {
 	switch {
 	case src.Rows != nil:
+		if len(src.Rows) > src.maxChunks() {
+			return nil, tooManyChunks("(LIST argument)", len(src.Rows), src.maxChunks())
+		}
 		return FromRows(src.Rows, "", "(LIST argument)")
 	case src.URLs != nil:
 		if len(src.URLs) == 0 {
 			return nil, fmt.Errorf("remote_segments: %w: the LIST of URLs is empty", ErrNoChunks)
+		}
+		if len(src.URLs) > src.maxChunks() {
+			return nil, tooManyChunks("(LIST argument)", len(src.URLs), src.maxChunks())
 		}
 		rows := make([]Row, len(src.URLs))
 		for i, u := range src.URLs {
@@ -59,7 +108,7 @@ func Resolve(ctx context.Context, src Source, open Opener) ([]Chunk, error) {
 		return nil, fmt.Errorf("remote_segments: source is empty: give a path, glob, URL, catalog file or LIST")
 	}
 	if f := formatOf(source); f != 0 && !hasGlobMeta(source) {
-		return readCatalog(ctx, open, source, f)
+		return readCatalog(ctx, open, source, f, src.maxBytes(), src.maxChunks())
 	}
 	h, err := open(source)
 	if err != nil {
@@ -94,6 +143,9 @@ func Resolve(ctx context.Context, src Source, open Opener) ([]Chunk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote_segments: %w", err)
 	}
+	if len(objs) > src.maxChunks() {
+		return nil, tooManyChunks(source, len(objs), src.maxChunks())
+	}
 	chunks := make([]Chunk, len(objs))
 	for i, o := range objs {
 		u := st.URL(o.Name)
@@ -103,15 +155,19 @@ func Resolve(ctx context.Context, src Source, open Opener) ([]Chunk, error) {
 	return chunks, nil
 }
 
-// readCatalog fetches and parses a catalog file.
-func readCatalog(ctx context.Context, open Opener, source string, f Format) ([]Chunk, error) {
+// readCatalog fetches and parses a catalog file of at most maxBytes bytes
+// and maxRows rows.
+func readCatalog(ctx context.Context, open Opener, source string, f Format, maxBytes int64, maxRows int) ([]Chunk, error) {
 	h, err := open(source)
 	if err != nil {
 		return nil, err
 	}
 	defer h.Release()
 	st, name := h.Store, h.Name
-	data, err := h.Scheduler.Fetch(ctx, []iosched.Request{{Store: st, Name: name, Offset: 0, Length: -1}})
+	// The size a store reports (Content-Length, a HEAD) is not trusted:
+	// the body is read to its end through a cap that fails past maxBytes.
+	capped := &cappedStore{Store: st, max: maxBytes}
+	data, err := h.Scheduler.Fetch(ctx, []iosched.Request{{Store: capped, Name: name, Offset: 0, Length: -1}})
 	if err != nil {
 		return nil, &Error{Catalog: source, Row: -1, Err: err}
 	}
@@ -119,13 +175,74 @@ func readCatalog(ctx context.Context, open Opener, source string, f Format) ([]C
 	if !strings.Contains(base, "://") {
 		base = st.URL(name) // an absolute file:// URL, so relative rows resolve
 	}
-	chunks, err := Parse(data[0], f, base)
+	chunks, err := parse(data[0], f, base, maxRows)
 	var ce *Error
 	if errors.As(err, &ce) {
 		ce.Catalog = source
 	}
 	return chunks, err
 }
+
+// cappedStore is a store whose GET bodies fail with a *sizeError once they
+// go past max bytes.
+type cappedStore struct {
+	store.Store
+	max int64
+}
+
+func (s *cappedStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	body, err := s.Store.GetRange(ctx, name, off, length)
+	if err != nil {
+		return nil, err
+	}
+	return &cappedBody{body: body, left: s.max, max: s.max}, nil
+}
+
+// cappedBody passes on at most max bytes of body. When they are used up it
+// reads one byte more on its own, and ends the read it was in with io.EOF
+// if the body ended there, or a *sizeError if it went on: the reader never
+// needs room for a byte past max to learn the body is too large.
+type cappedBody struct {
+	body      io.ReadCloser
+	left, max int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, b.probe()
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	if b.left == 0 && err == nil {
+		err = b.probe()
+	}
+	return n, err
+}
+
+// probe reads one byte past the limit: io.EOF if there is none.
+func (b *cappedBody) probe() error {
+	var one [1]byte
+	if _, err := io.ReadFull(b.body, one[:]); err != nil {
+		return err
+	}
+	return &sizeError{max: b.max}
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }
+
+// sizeError is the error of a catalog file larger than max bytes. It
+// unwraps to ErrTooLarge, and to store.ErrUnsupported so that the
+// scheduler does not retry it (store.Permanent): a retry reads as much.
+type sizeError struct{ max int64 }
+
+func (e *sizeError) Error() string {
+	return fmt.Sprintf("%v: more than %d bytes (the most a catalog file may have)", ErrTooLarge, e.max)
+}
+
+func (e *sizeError) Unwrap() []error { return []error{ErrTooLarge, store.ErrUnsupported} }
 
 func hasGlobMeta(p string) bool { return strings.ContainsAny(p, "*?[") }
 

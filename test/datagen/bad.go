@@ -66,7 +66,7 @@ func WriteBadInputs(dir string) error {
 			return err
 		}
 	}
-	return nil
+	return writeEmptyCatalogs(bad)
 }
 
 // chunkBytes returns an IPC file or stream of rows rows of schema, every

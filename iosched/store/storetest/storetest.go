@@ -43,6 +43,7 @@ func Objects() map[string][]byte {
 		"dir/sub/d.txt":       obj(17),
 		"dir/segment=7/e.bin": obj(64),
 		"other/f.bin":         obj(1),
+		"empty.dat":           {},
 	}
 }
 
@@ -72,6 +73,10 @@ func Run(t *testing.T, newFixture Factory) {
 				t.Fatalf("GetRange(%d, %d): got %d bytes, want %d (equal prefix: %v)", c.off, c.length, len(got), len(want), bytes.HasPrefix(want, got))
 			}
 		}
+		// An empty object read whole is an empty body (an empty catalog).
+		if got, err := read(ctx, st, pre+"empty.dat", 0, -1); err != nil || len(got) != 0 {
+			t.Fatalf("GetRange(0, -1) of an empty object: %d bytes, %v", len(got), err)
+		}
 		big := objects["dir/sub/c.bin"]
 		got, err := read(ctx, st, pre+"dir/sub/c.bin", 1, int64(len(big))-2)
 		if err != nil || !bytes.Equal(got, big[1:len(big)-1]) {
@@ -86,6 +91,9 @@ func Run(t *testing.T, newFixture Factory) {
 			if !errors.Is(err, store.ErrOutOfRange) {
 				t.Errorf("GetRange(%d, %d) past the end: err = %v, want ErrOutOfRange", c.off, c.length, err)
 			}
+		}
+		if _, err := read(ctx, st, pre+"empty.dat", 0, 1); !errors.Is(err, store.ErrOutOfRange) {
+			t.Errorf("GetRange(0, 1) of an empty object: err = %v, want ErrOutOfRange", err)
 		}
 	})
 
