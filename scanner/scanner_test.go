@@ -951,3 +951,22 @@ func TestParallelismEndsWithScan(t *testing.T) {
 		t.Errorf("the next scan's max_parallel_io is %d, want %d", p, iosched.DefaultLocalParallelism)
 	}
 }
+
+// TestScanTraceHearsIO: a scan's trace holds its IO events, which reach it
+// through the tracer of the process's domains (a query does not bring its
+// own to the scheduler it shares). At max_parallel_io 1 bind fetches the
+// first chunk alone, so the scan itself reads the other five.
+func TestScanTraceHearsIO(t *testing.T) {
+	dir, _ := writeDataset(t)
+	path := filepath.Join(t.TempDir(), "trace.json")
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Trace: path, MaxParallelIO: 1}, nil)
+	drain(t, scan, 2, 0)
+	scan.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"cat":"io"`) {
+		t.Fatalf("the trace has no IO event: %.300s", data)
+	}
+}
