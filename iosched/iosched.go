@@ -174,7 +174,8 @@ func (s *Scheduler) Parallelism() int {
 	return s.base
 }
 
-// SetParallelism changes the domain's max_parallel_io to n at run time.
+// SetParallelism changes the domain's max_parallel_io to n (at most
+// MaxParallelism) at run time.
 // Growing starts queued work at once; shrinking lets running GETs finish
 // and starts no new one until fewer than the new limit run. An
 // unthrottled scheduler moves its AIMD limit with its workers; a
@@ -185,17 +186,17 @@ func (s *Scheduler) SetParallelism(n int) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.base = n
+	s.base = min(n, MaxParallelism)
 	s.resizeLocked()
 }
 
 // resizeLocked sizes the worker slots to the domain's parallelism or the
-// largest share a query holds, whichever is larger, and starts what the
-// new sizes allow.
+// largest share a query holds, whichever is larger (at most
+// MaxParallelism), and starts what the new sizes allow.
 func (s *Scheduler) resizeLocked() {
 	n := s.base
 	for _, c := range s.queryCap {
-		n = max(n, c)
+		n = max(n, min(c, MaxParallelism))
 	}
 	if n != s.p {
 		s.accountLocked(time.Now())

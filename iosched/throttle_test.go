@@ -477,3 +477,25 @@ func TestQueryShareEndsWithQuery(t *testing.T) {
 		t.Fatalf("at most %d, %d and %d GETs at once, want 6, 4 and 4", qs.max["a"], qs.max["b"], qs.max["c"])
 	}
 }
+
+// TestParallelismBounded: however large a query's share or the domain's
+// parallelism asks to be, the scheduler has at most MaxParallelism worker
+// slots: a setting must not size the scheduler's bookkeeping, which
+// outlives the query, without bound.
+func TestParallelismBounded(t *testing.T) {
+	leakCheck(t)
+	s := newScheduler(t, iosched.Options{Parallelism: 1 << 40})
+	if p := s.Parallelism(); p != iosched.MaxParallelism {
+		t.Fatalf("parallelism %d, want MaxParallelism", p)
+	}
+	s.SetParallelism(4)
+	s.SetQueryLimit(1, 1<<40)
+	if st := s.Stats(); st.Parallelism != 4 || st.Workers != iosched.MaxParallelism {
+		t.Fatalf("a share of 2⁴⁰: parallelism %d, workers %d; want 4 and MaxParallelism", st.Parallelism, st.Workers)
+	}
+	s.SetQueryLimit(1, 0)
+	s.SetParallelism(1 << 40)
+	if st := s.Stats(); st.Parallelism != iosched.MaxParallelism || st.Workers != iosched.MaxParallelism {
+		t.Fatalf("SetParallelism(2⁴⁰): parallelism %d, workers %d; want MaxParallelism", st.Parallelism, st.Workers)
+	}
+}
