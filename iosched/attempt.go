@@ -292,7 +292,7 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
 	ctx, cancel := context.WithCancelCause(b.ctx)
 	defer cancel(nil)
-	if t.sp.mapTo != nil && t.done == 0 && t.length == t.sp.length && s.mapRange(id, t) {
+	if t.sp.mapTo != nil && t.length == t.sp.length && s.mapRange(id, t) {
 		return nil
 	}
 	if t.length < 0 {
@@ -369,23 +369,41 @@ func (s *Scheduler) attempt(id int, t *task) error {
 // here, in the IO worker. It reports false when the store does not map or
 // the mapping failed: the caller then reads the range (whose error, if the
 // range is bad, is the one to report).
+//
+// Whether a span is mapped or read is decided once, by its first attempt,
+// under the span's alloc: the same Once that buffer uses to choose the
+// memory a read goes into. A span that fell back to reading has its bytes,
+// or some of them, in that memory, and its retries read on into it: it is
+// never mapped later, and a mapping never stands beside a buffer already
+// chosen.
 func (s *Scheduler) mapRange(id int, t *task) bool {
-	mp, ok := t.sp.st.(store.Mapper)
+	sp := t.sp
+	mp, ok := sp.st.(store.Mapper)
 	if !ok {
 		return false
 	}
-	start := time.Now()
-	m, err := mp.MapRange(t.b.ctx, t.sp.name, t.off, t.length)
-	if err != nil {
+	mapped := false
+	sp.alloc.Do(func() {
+		start := time.Now()
+		m, err := mp.MapRange(t.b.ctx, sp.name, t.off, t.length)
+		if err != nil {
+			if sp.length >= 0 {
+				sp.buf = s.readBuffer(t)
+			}
+			return
+		}
+		s.issued.Add(1)
+		t.b.issued.Add(1)
+		sp.mapTo(m) // the caller's from now on
+		sp.buf = m[:len(m):len(m)]
+		s.account(id, t, "MAP", t.off, t.length, start, int64(len(m)), nil)
+		mapped = true
+	})
+	if !mapped {
 		return false
 	}
-	s.issued.Add(1)
-	t.b.issued.Add(1)
-	t.sp.mapTo(m) // the caller's from now on
-	t.sp.alloc.Do(func() { t.sp.buf = m[:len(m):len(m)] })
-	t.buf = t.sp.buf
-	t.done = int64(len(m))
-	s.account(id, t, "MAP", t.off, t.length, start, int64(len(m)), nil)
+	t.buf = sp.buf
+	t.done = int64(len(sp.buf))
 	return true
 }
 
@@ -503,31 +521,35 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 	return true
 }
 
-// buffer returns t's slice of its span's buffer: the request's own Buffer
-// when the span is that one request and the Buffer is long enough, else one
-// from the first request's Alloc or a new one, made on first use. It is called once the response headers
-// are in, so that clearing megabytes overlaps with the body's arrival
-// instead of delaying the request; and it is not called under b.mu, which
-// would serialize the workers.
+// buffer returns t's slice of its span's buffer, chosen once per span (see
+// readBuffer and mapRange). It is called once the response headers are in,
+// so that clearing megabytes overlaps with the body's arrival instead of
+// delaying the request; and it is not called under b.mu, which would
+// serialize the workers.
 func (s *Scheduler) buffer(t *task) []byte {
 	if t.buf == nil {
 		sp := t.sp
-		sp.alloc.Do(func() {
-			if len(sp.members) == 1 {
-				if into := t.b.reqs[sp.members[0].index].Buffer; int64(len(into)) >= sp.length {
-					sp.buf = into[:sp.length:sp.length]
-					return
-				}
-			}
-			if alloc := t.b.reqs[sp.members[0].index].Alloc; alloc != nil {
-				sp.buf = alloc(int(sp.length))[:sp.length:sp.length]
-				return
-			}
-			sp.buf = make([]byte, sp.length)
-		})
+		sp.alloc.Do(func() { sp.buf = s.readBuffer(t) })
 		t.buf = sp.buf[t.partAt : t.partAt+t.length]
 	}
 	return t.buf
+}
+
+// readBuffer makes the buffer t's span is read into: the request's own
+// Buffer when the span is that one request and the Buffer is long enough,
+// else one from the first request's Alloc or a new one. Call it only in
+// the span's alloc.
+func (s *Scheduler) readBuffer(t *task) []byte {
+	sp := t.sp
+	if len(sp.members) == 1 {
+		if into := t.b.reqs[sp.members[0].index].Buffer; int64(len(into)) >= sp.length {
+			return into[:sp.length:sp.length]
+		}
+	}
+	if alloc := t.b.reqs[sp.members[0].index].Alloc; alloc != nil {
+		return alloc(int(sp.length))[:sp.length:sp.length]
+	}
+	return make([]byte, sp.length)
 }
 
 // getRange is the one read path: it makes one GET of length bytes of t's

@@ -52,11 +52,13 @@ func (b *Batch) noteLimit(n int) {
 // span is a run of requests to one object merged into one range, fetched by
 // one task or, when longer than RequestSize, by several.
 type span struct {
-	st      store.Store
-	name    string
-	off     int64
-	length  int64 // < 0: to the end
-	end     int64
+	st     store.Store
+	name   string
+	off    int64
+	length int64 // < 0: to the end
+	end    int64
+	// alloc chooses the span's memory once: a mapping (mapRange) or the
+	// buffer it is read into (buffer), never one and later the other.
 	alloc   sync.Once
 	buf     []byte       // set once by alloc
 	mapTo   func([]byte) // the request's Map: the span is that request alone

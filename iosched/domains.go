@@ -17,7 +17,10 @@ import (
 // for concurrent use. Queries that ask for other scheduler tuning (request
 // size, coalescing, retries, timeouts, hedging) get a scheduler of their own
 // for that tuning; parallelism is not part of the tuning: a query sets its
-// own share of the shared scheduler (SetQueryLimit).
+// own share of the shared scheduler (SetQueryLimit), and removes it when it
+// ends. Nor is the Tracer: a scheduler outlives the query that opened it and
+// serves the queries after it, so its tracer is the registry's, and each
+// Event names its query.
 //
 // A domain lives while someone holds it (Open returns a Hold). When the last
 // hold is released the domain stays open, idle, so that the next query finds
@@ -69,9 +72,9 @@ func (h *Hold) Release() {
 }
 
 // NewDomains returns an empty registry whose schedulers are created with
-// opts, where Open's options leave fields zero. A zero opts.Parallelism
-// means DefaultLocalParallelism for local files and DefaultParallelism for
-// remote stores.
+// opts, where Open's options leave fields zero; opts.Tracer traces every
+// scheduler's GETs. A zero opts.Parallelism means DefaultLocalParallelism
+// for local files and DefaultParallelism for remote stores.
 func NewDomains(opts Options) *Domains {
 	return &Domains{opts: opts, m: map[string]*domain{}}
 }
@@ -83,8 +86,12 @@ func NewDomains(opts Options) *Domains {
 // that asks for its own scheduler tuning passes it: non-zero fields of
 // tuning override the registry's options (Parallelism aside), and a domain
 // has one scheduler per distinct tuning (a zero tuning: the registry's).
-// On failure, returns the store's error naming the URL, and no hold.
+// On failure, returns the store's error naming the URL, and no hold. Open
+// panics if tuning sets a Tracer (see Domains).
 func (d *Domains) Open(rawURL string, so store.Options, tuning Options) (*Hold, error) {
+	if tuning.Tracer != nil {
+		panic("iosched: a query's tuning sets a Tracer; the registry's traces every query (NewDomains)")
+	}
 	key, err := store.Domain(rawURL, so)
 	if err != nil {
 		return nil, err
@@ -180,7 +187,8 @@ func (d *Domains) Close() error {
 	return errors.Join(errs...)
 }
 
-// merge returns o with the non-zero fields of t (Parallelism excepted).
+// merge returns o with the non-zero fields of t (Parallelism and Tracer
+// excepted: they are not a query's to set).
 func (o Options) merge(t Options) Options {
 	if t.RequestSize != 0 {
 		o.RequestSize = t.RequestSize
@@ -199,9 +207,6 @@ func (o Options) merge(t Options) Options {
 	}
 	if t.NoHedge {
 		o.NoHedge = true
-	}
-	if t.Tracer != nil {
-		o.Tracer = t.Tracer
 	}
 	return o
 }

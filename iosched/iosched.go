@@ -110,16 +110,20 @@ type Scheduler struct {
 
 	// mu guards what follows. Lock order: a hedge's mu before mu, never
 	// the reverse; a Batch's mu is never held with it.
-	mu       sync.Mutex
-	p        int         // max_parallel_io
+	mu sync.Mutex
+	// base is the domain's max_parallel_io (SetParallelism): the share of
+	// a query that sets none. p is the worker slots: base, or the largest
+	// share a query holds (SetQueryLimit) if that is larger, so that a
+	// query's share lasts as long as the query and no longer.
+	base, p  int
 	cc       *congestion // the throttling limit, 1 ≤ cc.limit ≤ p
 	rb       retryBudget // tokens for retries of throttled, reset, timed-out GETs
 	inflight int         // busy worker slots
 	hedging  int         // hedges running
 	busy     []bool
 	queues   map[uint64]*queryQueue
-	// Per-query shares: the most GETs a query may run at once, and how
-	// many it runs (SetQueryLimit).
+	// Per-query shares: the most GETs a query may run at once (a query
+	// without one: base), and how many it runs (SetQueryLimit).
 	queryCap, queryRunning map[uint64]int
 	ring                   []*queryQueue // queries with queued work, served round-robin
 	rr                     int
@@ -150,7 +154,7 @@ func New(opts Options) *Scheduler {
 	o := opts.withDefaults()
 	now := time.Now()
 	return &Scheduler{
-		o: o, p: o.Parallelism, cc: newCongestion(o.Parallelism, o.AIMDInterval, now),
+		o: o, base: o.Parallelism, p: o.Parallelism, cc: newCongestion(o.Parallelism, o.AIMDInterval, now),
 		rb:       retryBudget{tokens: o.RetryBudget, capacity: o.RetryBudget},
 		busy:     make([]bool, o.Parallelism),
 		queues:   map[uint64]*queryQueue{},
@@ -160,33 +164,48 @@ func New(opts Options) *Scheduler {
 	}
 }
 
-// Parallelism returns max_parallel_io.
+// Parallelism returns the domain's max_parallel_io: the most GETs a query
+// that set no share of its own (SetQueryLimit) runs at once. While a query
+// with a larger share runs, the scheduler has more workers than this (see
+// Stats.Workers).
 func (s *Scheduler) Parallelism() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.p
+	return s.base
 }
 
-// SetParallelism changes max_parallel_io to n at run time. Growing starts
-// queued work at once; shrinking lets running GETs finish and starts no new
-// one until fewer than n run. An unthrottled scheduler moves its AIMD limit
-// with n; a throttled one keeps its lower limit. It panics if n < 1.
+// SetParallelism changes the domain's max_parallel_io to n (at most
+// MaxParallelism) at run time.
+// Growing starts queued work at once; shrinking lets running GETs finish
+// and starts no new one until fewer than the new limit run. An
+// unthrottled scheduler moves its AIMD limit with its workers; a
+// throttled one keeps its lower limit. It panics if n < 1.
 func (s *Scheduler) SetParallelism(n int) {
 	if n < 1 {
 		panic("iosched: parallelism must be at least 1")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.setParallelismLocked(n)
+	s.base = min(n, MaxParallelism)
+	s.resizeLocked()
 }
 
-func (s *Scheduler) setParallelismLocked(n int) {
-	s.accountLocked(time.Now())
-	s.cc.setParallelism(n)
-	s.limitChangedLocked()
-	s.p = n
-	for len(s.busy) < n {
-		s.busy = append(s.busy, false)
+// resizeLocked sizes the worker slots to the domain's parallelism or the
+// largest share a query holds, whichever is larger (at most
+// MaxParallelism), and starts what the new sizes allow.
+func (s *Scheduler) resizeLocked() {
+	n := s.base
+	for _, c := range s.queryCap {
+		n = max(n, min(c, MaxParallelism))
+	}
+	if n != s.p {
+		s.accountLocked(time.Now())
+		s.cc.setParallelism(n)
+		s.limitChangedLocked()
+		s.p = n
+		for len(s.busy) < n {
+			s.busy = append(s.busy, false)
+		}
 	}
 	s.dispatchLocked()
 }
@@ -195,11 +214,14 @@ func (s *Scheduler) setParallelismLocked(n int) {
 // per-GET bandwidth (priors of 20 ms and 100 MB/s until it measured some).
 func (s *Scheduler) Model() Model { return s.model.get() }
 
-// SetQueryLimit caps the GETs query (Priority.Query) runs at once at n,
-// beside the scheduler's parallelism, which stays as it is: a query's
-// max_parallel_io is its own share of the domain's workers and never
-// changes another query's. n ≤ 0 removes the cap. Growing a cap starts
-// queued work at once; shrinking it lets running GETs finish.
+// SetQueryLimit sets query's (Priority.Query) share to n: the most GETs
+// it runs at once, where a query without one runs at most Parallelism. A
+// query's max_parallel_io is its own share of the domain's workers and
+// never changes another query's: a share larger than Parallelism adds
+// workers for this query alone, for as long as it holds the share. n ≤ 0
+// removes the share, as a query must when it ends: then the workers are
+// the domain's again (less what other queries' shares add). Growing a
+// share starts queued work at once; shrinking it lets running GETs finish.
 func (s *Scheduler) SetQueryLimit(query uint64, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,21 +230,16 @@ func (s *Scheduler) SetQueryLimit(query uint64, n int) {
 	} else {
 		s.queryCap[query] = n
 	}
-	s.dispatchLocked()
+	s.resizeLocked()
 }
 
-// EnsureParallelism raises max_parallel_io to n if it is lower, and never
-// lowers it: for a query whose own share (SetQueryLimit) is larger than
-// the domain's worker pool. It panics if n < 1.
-func (s *Scheduler) EnsureParallelism(n int) {
-	if n < 1 {
-		panic("iosched: parallelism must be at least 1")
+// shareLocked is the most GETs query may run at once: its own share, else
+// the domain's parallelism.
+func (s *Scheduler) shareLocked(query uint64) int {
+	if n, ok := s.queryCap[query]; ok {
+		return n
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n > s.p {
-		s.setParallelismLocked(n)
-	}
+	return s.base
 }
 
 // Stats returns a snapshot of the counters.
@@ -232,7 +249,7 @@ func (s *Scheduler) Stats() Stats {
 	s.accountLocked(now)
 	s.growLocked(now)
 	st := Stats{
-		Parallelism: s.p, Limit: s.cc.limit, LimitMin: s.cc.minLimit, InFlight: s.inflight, Hedging: s.hedging,
+		Parallelism: s.base, Workers: s.p, Limit: s.cc.limit, LimitMin: s.cc.minLimit, InFlight: s.inflight, Hedging: s.hedging,
 		Queued: s.queued, Backoff: s.backoff,
 		HedgesIssued: s.hedgesIssued, Decreases: s.cc.cuts, Undos: s.cc.undos,
 		RetryTokens: s.rb.tokens, BudgetFailures: s.budgetFailures, StallRetries: s.stallRetries, BackgroundThrottle: s.cc.bg,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -822,5 +823,50 @@ func TestSubmitCanceledContext(t *testing.T) {
 	}
 	if _, _, gets := ms.snapshot(); gets != 0 {
 		t.Fatalf("%d GETs for canceled batches", gets)
+	}
+}
+
+// TestDomainsTracer: a domain's scheduler serves every query with its
+// tuning, so its tracer is the registry's (each event names its query),
+// never the one of the query that happened to open it first: that one
+// would go on hearing of every later query's GETs. Open refuses a tuning
+// that sets one.
+func TestDomainsTracer(t *testing.T) {
+	leakCheck(t)
+	var mu sync.Mutex
+	var queries []uint64
+	d := iosched.NewDomains(iosched.Options{Tracer: iosched.TracerFunc(func(e iosched.Event) {
+		mu.Lock()
+		queries = append(queries, e.Query)
+		mu.Unlock()
+	})})
+	defer d.Close()
+	dir := writeDir(t, map[string][]byte{"a.bin": []byte("abc")})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Open with a query's own Tracer did not panic")
+			}
+		}()
+		h, err := d.Open(dir+"/a.bin", store.Options{}, iosched.Options{Tracer: iosched.TracerFunc(func(iosched.Event) {})})
+		if err == nil {
+			h.Release()
+		}
+	}()
+	for q := range uint64(2) {
+		h, err := d.Open(dir+"/a.bin", store.Options{}, iosched.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Scheduler.Fetch(context.Background(), []iosched.Request{{Store: h.Store, Name: h.Name, Length: 3,
+			Priority: iosched.Priority{Query: q}}}); err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(queries, []uint64{0, 1}) {
+		t.Fatalf("the registry's tracer heard of queries %v, want [0 1]", queries)
 	}
 }

@@ -26,10 +26,17 @@ const (
 	DefaultRetryBudget      = 500
 )
 
+// MaxParallelism bounds the worker slots of a scheduler, whatever its
+// Parallelism or a query's share asks for: the slots' bookkeeping lasts as
+// long as the scheduler, so a query's setting must not size it without
+// bound.
+const MaxParallelism = 4096
+
 // Options configure a Scheduler. A zero Options is valid and means the
 // defaults above; negative values switch a feature off where noted.
 type Options struct {
-	// Parallelism is max_parallel_io: how many requests run at once.
+	// Parallelism is max_parallel_io: how many requests run at once (at most
+	// MaxParallelism).
 	Parallelism int
 	// RequestSize is the largest GET; longer requests are split into
 	// parallel parts of at most this size.
@@ -80,6 +87,7 @@ func (o Options) withDefaults() Options {
 	if o.Parallelism <= 0 {
 		o.Parallelism = DefaultParallelism
 	}
+	o.Parallelism = min(o.Parallelism, MaxParallelism)
 	if o.RequestSize <= 0 {
 		o.RequestSize = DefaultRequestSize
 	}

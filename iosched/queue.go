@@ -96,7 +96,7 @@ func (s *Scheduler) pushLocked(t *task, now time.Time) {
 }
 
 // popLocked takes the next task: the head of the next query in turn that
-// is below its share (SetQueryLimit); nil when there is none.
+// is below its share (SetQueryLimit, shareLocked); nil when there is none.
 func (s *Scheduler) popLocked(now time.Time) *task {
 	if s.queued == 0 {
 		return nil
@@ -107,7 +107,7 @@ func (s *Scheduler) popLocked(now time.Time) *task {
 			s.rr = 0
 		}
 		c := s.ring[s.rr]
-		if n, capped := s.queryCap[c.id]; !capped || s.queryRunning[c.id] < n {
+		if s.queryRunning[c.id] < s.shareLocked(c.id) {
 			q = c
 			break
 		}

@@ -40,8 +40,13 @@ func (h Histogram) clone() Histogram {
 
 // Stats is a snapshot of a scheduler's counters since it was created.
 type Stats struct {
-	Parallelism int // max_parallel_io now
-	Limit       int // effective parallelism after throttling, ≤ Parallelism
+	// Parallelism is the domain's max_parallel_io now: the share of a
+	// query that sets none of its own. Workers is the worker slots now:
+	// Parallelism, or the largest share a query holds (SetQueryLimit) if
+	// that is larger.
+	Parallelism int
+	Workers     int
+	Limit       int // effective worker slots after throttling, ≤ Workers
 	LimitMin    int // the lowest Limit since the scheduler was created
 	InFlight    int // worker slots busy now
 	Hedging     int // hedged GETs running now (beyond InFlight)
@@ -74,7 +79,7 @@ type Stats struct {
 	Latency   Histogram // of successful GETs, from sending to the last byte
 
 	// BusyTime is the integral of InFlight over time and CapacityTime that
-	// of Parallelism: their ratio between two snapshots is the average
+	// of Workers: their ratio between two snapshots is the average
 	// utilization of the IO slots (see Utilization).
 	BusyTime, CapacityTime time.Duration
 }

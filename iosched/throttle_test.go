@@ -267,14 +267,6 @@ func TestQueryLimits(t *testing.T) {
 	if p := s.Parallelism(); p != 8 {
 		t.Fatalf("parallelism %d after setting shares, want 8", p)
 	}
-	s.EnsureParallelism(4)
-	if p := s.Parallelism(); p != 8 {
-		t.Fatalf("EnsureParallelism(4) changed the parallelism to %d", p)
-	}
-	s.EnsureParallelism(12)
-	if p := s.Parallelism(); p != 12 {
-		t.Fatalf("EnsureParallelism(12): parallelism %d", p)
-	}
 }
 
 // firstFaults is a faultproxy rule: the k-th request of path gets
@@ -407,5 +399,103 @@ func TestHedgeFirstGETs(t *testing.T) {
 	// budget of 40 GETs first) ended and retried: asked twice.
 	if n := p.Count("/obj-000.bin"); n != 2 {
 		t.Fatalf("obj-000 asked %d times; want its stalled first GET hedged or retried once", n)
+	}
+}
+
+// TestQueryShareEndsWithQuery: a query's share larger than the domain's
+// parallelism grows the worker pool while the query runs, without changing
+// the share of a query that set none, and the pool is the domain's again
+// once the query's share is removed (it ended): max_parallel_io := 512 in
+// one query must not raise the workers of every later query in the
+// process.
+func TestQueryShareEndsWithQuery(t *testing.T) {
+	leakCheck(t)
+	objects := map[string][]byte{}
+	for name, data := range randomObjects(26, 20, 1<<10) {
+		for _, p := range []string{"a", "b", "c"} {
+			objects[p+"/"+name] = data
+		}
+	}
+	qs := &queryStore{memStore: memStore{objects: objects, gate: make(chan struct{})}, cur: map[string]int{}, max: map[string]int{}}
+	s := newScheduler(t, iosched.Options{Parallelism: 4, NoHedge: true})
+	reqs := func(prefix string, q uint64, n int) []iosched.Request {
+		var out []iosched.Request
+		for i := range n {
+			out = append(out, iosched.Request{Store: qs, Name: fmt.Sprintf("%s/obj-%03d.bin", prefix, i), Length: 1 << 10,
+				Priority: iosched.Priority{Query: q, Seq: int64(i)}})
+		}
+		return out
+	}
+	running := func(prefix string) int {
+		qs.mu.Lock()
+		defer qs.mu.Unlock()
+		return qs.cur[prefix]
+	}
+
+	// Query 1 asks for 12, more than the domain's 4, and runs 6 GETs;
+	// query 2 sets nothing and keeps the domain's 4.
+	s.SetQueryLimit(1, 12)
+	if p, w := s.Parallelism(), s.Stats().Workers; p != 4 || w != 12 {
+		t.Fatalf("with a share of 12 running: parallelism %d, workers %d; want 4 and 12", p, w)
+	}
+	a := s.Submit(context.Background(), reqs("a", 1, 6))
+	b := s.Submit(context.Background(), reqs("b", 2, 20))
+	if !eventually(5*time.Second, func() bool { return running("a") == 6 && running("b") == 4 }) {
+		t.Fatalf("%d and %d GETs in flight, want 6 (all of query 1's) and 4 (the domain's share)", running("a"), running("b"))
+	}
+	if n := s.Stats().InFlight; n != 10 {
+		t.Fatalf("%d GETs in flight, want 10", n)
+	}
+	close(qs.gate)
+	for _, batch := range []*iosched.Batch{a, b} {
+		if _, err := batch.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Query 1 ends. Query 3 sets nothing: the domain's parallelism, and at
+	// most that many GETs at once.
+	s.SetQueryLimit(1, 0)
+	if p, st := s.Parallelism(), s.Stats(); p != 4 || st.Workers != 4 || st.Limit != 4 {
+		t.Fatalf("after the query ended: parallelism %d, workers %d, limit %d; want 4", p, st.Workers, st.Limit)
+	}
+	qs.gate = make(chan struct{}) // no GET runs: the batches are done
+	c := s.Submit(context.Background(), reqs("c", 3, 20))
+	if n := s.Stats().InFlight; n != 4 {
+		t.Fatalf("%d GETs started for a query with no share of its own, want the domain's 4", n)
+	}
+	if !eventually(5*time.Second, func() bool { return running("c") == 4 }) {
+		t.Fatalf("%d GETs of query 3 at the store, want 4", running("c"))
+	}
+	close(qs.gate)
+	if _, err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if qs.max["a"] != 6 || qs.max["b"] != 4 || qs.max["c"] != 4 {
+		t.Fatalf("at most %d, %d and %d GETs at once, want 6, 4 and 4", qs.max["a"], qs.max["b"], qs.max["c"])
+	}
+}
+
+// TestParallelismBounded: however large a query's share or the domain's
+// parallelism asks to be, the scheduler has at most MaxParallelism worker
+// slots: a setting must not size the scheduler's bookkeeping, which
+// outlives the query, without bound.
+func TestParallelismBounded(t *testing.T) {
+	leakCheck(t)
+	s := newScheduler(t, iosched.Options{Parallelism: 1 << 40})
+	if p := s.Parallelism(); p != iosched.MaxParallelism {
+		t.Fatalf("parallelism %d, want MaxParallelism", p)
+	}
+	s.SetParallelism(4)
+	s.SetQueryLimit(1, 1<<40)
+	if st := s.Stats(); st.Parallelism != 4 || st.Workers != iosched.MaxParallelism {
+		t.Fatalf("a share of 2⁴⁰: parallelism %d, workers %d; want 4 and MaxParallelism", st.Parallelism, st.Workers)
+	}
+	s.SetQueryLimit(1, 0)
+	s.SetParallelism(1 << 40)
+	if st := s.Stats(); st.Parallelism != iosched.MaxParallelism || st.Workers != iosched.MaxParallelism {
+		t.Fatalf("SetParallelism(2⁴⁰): parallelism %d, workers %d; want MaxParallelism", st.Parallelism, st.Workers)
 	}
 }

@@ -92,7 +92,6 @@ func (c *Config) schedulerOptions() iosched.Options {
 		FirstByteTimeout: c.RequestTimeout,
 		IdleTimeout:      c.RequestTimeout,
 		Retries:          c.Retries,
-		Tracer:           c.Process.traces,
 	}
 	return o
 }

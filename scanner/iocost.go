@@ -101,13 +101,15 @@ func (s *Scan) chunkProjects(c *Chunk) bool {
 	return projectionSavesTime(s.sched.Model(), size, s.projectedBytes(size))
 }
 
-// share is the scan's max_parallel_io: its own cap (SetQueryLimit) when
-// it set one, else the domain's parallelism p.
-func (s *Scan) share(p int) int {
-	if n := s.plan.cfg.MaxParallelIO; n > 0 {
-		return min(n, p)
+// share is the scan's max_parallel_io: its own share (SetQueryLimit) when
+// it set one, else the domain's parallelism in io; at most limit (the
+// domain's workers, or its throttling limit).
+func (s *Scan) share(io iosched.Stats, limit int) int {
+	n := s.plan.cfg.MaxParallelIO
+	if n <= 0 {
+		n = io.Parallelism
 	}
-	return p
+	return min(n, limit)
 }
 
 // atBind reports whether bind read (or is reading) chunk c whole: the first

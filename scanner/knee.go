@@ -151,7 +151,7 @@ func (s *Scan) starved() {
 	}
 	st, io, m := s.budget.Stats(), s.sched.Stats(), s.sched.Model()
 	newCap := s.knee.look(kneeLook{now: now, wire: s.wire.Load(), waits: st.Waits, cap: st.Cap, limit: s.limit,
-		ioFree: io.InFlight+io.Queued < s.share(io.Limit), latency: m.Samples > 0 && m.Floor >= kneeMinLatency})
+		ioFree: io.InFlight+io.Queued < s.share(io, io.Limit), latency: m.Samples > 0 && m.Floor >= kneeMinLatency})
 	if newCap > 0 {
 		s.budget.SetCap(newCap)
 	}

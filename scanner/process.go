@@ -62,7 +62,8 @@ func NewProcess(memoryLimit int64) *Process {
 	if memoryLimit < 0 {
 		panic("scanner: the process memory limit must not be negative")
 	}
-	sh := &shared{domains: iosched.NewDomains(iosched.Options{}), traces: newTraceRouter()}
+	traces := newTraceRouter()
+	sh := &shared{domains: iosched.NewDomains(iosched.Options{Tracer: traces}), traces: traces}
 	return (&Process{shared: sh}).WithMemoryLimit(memoryLimit)
 }
 

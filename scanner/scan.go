@@ -117,9 +117,8 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	sched := hold.Scheduler
 	if p.cfg.MaxParallelIO > 0 {
-		// The query's own share of the domain's workers; other queries
-		// keep theirs.
-		sched.EnsureParallelism(p.cfg.MaxParallelIO)
+		// The query's own share of the domain's workers, until Close
+		// removes it; other queries keep theirs.
 		sched.SetQueryLimit(s.id, p.cfg.MaxParallelIO)
 	}
 	s.hold, s.sched, s.ioStart = hold, sched, sched.Stats()
@@ -129,7 +128,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	// are none to hide, and the knee is the chunks' alone (versitygw on
 	// this machine, W4: 64 and 128 MiB equally fast, 127 against 194-216
 	// MiB of RSS).
-	parallel := s.share(s.ioStart.Parallelism)
+	parallel := s.share(s.ioStart, s.ioStart.Workers)
 	if m := sched.Model(); m.Samples > 0 && m.Floor < kneeMinLatency {
 		parallel = 0
 	}
@@ -576,7 +575,7 @@ func (s *Scan) Stats() Stats {
 		Requests: s.requests.Load(), GETs: s.gets.Load(), Retries: s.retries.Load(),
 		HedgesIssued: s.hedgesIssued.Load(), HedgesWon: s.hedgesWon.Load(),
 		Splits: s.splits.Load(), Coalesced: s.coalesced.Load(),
-		IOUtilization: io.Utilization(s.ioStart), Parallelism: s.share(io.Parallelism),
+		IOUtilization: io.Utilization(s.ioStart), Parallelism: s.share(io, io.Workers),
 		ProjectedIO: s.projected,
 		Budget:      s.budget.Stats(),
 		RoundTrips:  s.roundTrips.Load(), ProjectedChunks: s.projectedChunks.Load(),

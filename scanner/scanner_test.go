@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/budget"
+	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 	"github.com/remote-segments/remote_segments/test/datagen"
 	"go.uber.org/goleak"
@@ -914,5 +915,58 @@ func TestProcessLimitNoDeadlock(t *testing.T) {
 	checkSegments(t, stats, rows, sumX)
 	if proc.Memory.Stats().Bypasses == 0 {
 		t.Error("the second scan never passed the full limit")
+	}
+}
+
+// TestParallelismEndsWithScan: a scan's max_parallel_io is its own and
+// ends with it. While a scan asking for 512 runs, the domain has the
+// workers for it and a scan that asks for nothing keeps the domain's
+// parallelism; once it is closed, the domain is back at its own.
+func TestParallelismEndsWithScan(t *testing.T) {
+	dir, _ := writeDataset(t)
+	proc := testProcess(t)
+	src := filepath.Join(dir, "chunks")
+	big := startScan(t, Config{Process: proc, Source: src, MaxParallelIO: 512}, nil)
+	other := startScan(t, Config{Process: proc, Source: src}, nil)
+	if w := big.sched.Stats().Workers; w != 512 {
+		t.Errorf("workers %d while the scan asking for 512 runs", w)
+	}
+	if p := other.Stats().Parallelism; p != iosched.DefaultLocalParallelism {
+		t.Errorf("a scan that set nothing beside one that set 512: max_parallel_io %d, want %d", p, iosched.DefaultLocalParallelism)
+	}
+	if p := big.Stats().Parallelism; p != 512 {
+		t.Errorf("the scan that set 512: max_parallel_io %d", p)
+	}
+	other.Close()
+	big.Close()
+
+	after := startScan(t, Config{Process: proc, Source: src}, nil)
+	defer after.Close()
+	st := after.sched.Stats()
+	if st.Parallelism != iosched.DefaultLocalParallelism || st.Workers != iosched.DefaultLocalParallelism {
+		t.Errorf("after the scan that set 512 ended: parallelism %d, workers %d; want %d",
+			st.Parallelism, st.Workers, iosched.DefaultLocalParallelism)
+	}
+	if p := after.Stats().Parallelism; p != iosched.DefaultLocalParallelism {
+		t.Errorf("the next scan's max_parallel_io is %d, want %d", p, iosched.DefaultLocalParallelism)
+	}
+}
+
+// TestScanTraceHearsIO: a scan's trace holds its IO events, which reach it
+// through the tracer of the process's domains (a query does not bring its
+// own to the scheduler it shares). At max_parallel_io 1 bind fetches the
+// first chunk alone, so the scan itself reads the other five.
+func TestScanTraceHearsIO(t *testing.T) {
+	dir, _ := writeDataset(t)
+	path := filepath.Join(t.TempDir(), "trace.json")
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Trace: path, MaxParallelIO: 1}, nil)
+	drain(t, scan, 2, 0)
+	scan.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"cat":"io"`) {
+		t.Fatalf("the trace has no IO event: %.300s", data)
 	}
 }
