@@ -181,7 +181,10 @@ type ExtremeColumn struct {
 
 // ExtremeColumns: INT64_MIN and INT64_MAX seconds (as a duration and a
 // timestamp) and milliseconds (timestamp, date64) overflow DuckDB's
-// microseconds; the date64 also lies outside DuckDB's dates.
+// microseconds; the date64 also lies outside DuckDB's dates. The
+// *_infinity columns hold values DuckDB's own types keep for ±infinity
+// (INT64_MAX microseconds or nanoseconds, ±INT32_MAX days), which in
+// Arrow are instants like any other.
 func ExtremeColumns() []ExtremeColumn {
 	ext := []int64{0, math.MinInt64, math.MaxInt64}
 	return []ExtremeColumn{
@@ -190,6 +193,11 @@ func ExtremeColumns() []ExtremeColumn {
 		{"ts_ms_extreme", &arrow.TimestampType{Unit: arrow.Millisecond}, ext},
 		{"tstz_s_extreme", &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}, ext},
 		{"date64_extreme", arrow.FixedWidthTypes.Date64, ext},
+		{"ts_us_infinity", &arrow.TimestampType{Unit: arrow.Microsecond}, []int64{0, math.MaxInt64}},
+		{"tstz_us_infinity", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, []int64{0, -math.MaxInt64}},
+		{"ts_ns_infinity", &arrow.TimestampType{Unit: arrow.Nanosecond}, []int64{0, math.MaxInt64}},
+		{"date32_infinity", arrow.FixedWidthTypes.Date32, []int64{0, math.MaxInt32}},
+		{"date32_ninfinity", arrow.FixedWidthTypes.Date32, []int64{0, -math.MaxInt32}},
 	}
 }
 
@@ -258,6 +266,8 @@ func WriteArrowTypes(dir string) error {
 				fb.Append(arrow.Timestamp(v))
 			case *array.Date64Builder:
 				fb.Append(arrow.Date64(v))
+			case *array.Date32Builder:
+				fb.Append(arrow.Date32(v))
 			}
 		}
 		rec := b.NewRecordBatch()
