@@ -479,6 +479,14 @@ static void copy_date64(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_
 	}
 }
 
+static void copy_date32(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n) {
+	int32_t *o = (int32_t *)out + dst;
+	const int32_t *in = (const int32_t *)col->data + p;
+	for (idx_t r = 0; r < n; r++) {
+		o[r] = (int32_t)convert(col, in[r], p + (int64_t)r);
+	}
+}
+
 // pow10_128 returns 10^d for d in [0, 38].
 static __int128 pow10_128(int d) {
 	__int128 v = 1;
@@ -636,6 +644,7 @@ static const copy_fn copies[] = {
 	[RS_SCALE_I64] = copy_scale_i64,
 	[RS_I32_TO_I64] = copy_i32_to_i64,
 	[RS_DATE64] = copy_date64,
+	[RS_DATE32] = copy_date32,
 	[RS_DECIMAL] = copy_decimal,
 	[RS_DURATION] = copy_duration,
 	[RS_INTERVAL_YM] = copy_interval_ym,

@@ -40,6 +40,7 @@ enum rs_kind {
 	RS_LIST = 17,        // width = offset width (4 or 8); children[0] = values (LIST and MAP)
 	RS_ARRAY = 18,       // fixed_size_list; width = list size; children[0] = values
 	RS_STRUCT = 19,      // children = fields
+	RS_DATE32 = 20,      // int32 days, checked against [lo, hi]
 };
 
 // rs_col describes the source of one output vector for one rs_fill call.
@@ -53,7 +54,7 @@ typedef struct rs_col {
 	int32_t signed_index;      // RS_DICT: the indices are signed
 	int32_t mapped;            // the buffers are a file's mapping: rs_fill_guarded only
 	int64_t unit;              // RS_SCALE_I64, RS_I32_TO_I64, RS_DURATION: see scale()
-	// RS_SCALE_I64, RS_I32_TO_I64, RS_DATE64, RS_DURATION: a converted value
+	// RS_SCALE_I64, RS_I32_TO_I64, RS_DATE64, RS_DATE32, RS_DURATION: a converted value
 	// must not overflow and must lie in [lo, hi] (the DuckDB type's range);
 	// RS_DECIMAL: hi is the precision, |value| < 10^hi. Else the copy
 	// fails with RS_GUARD_RANGE (rs_out_of_range). Values under a NULL are

@@ -26,6 +26,7 @@ const (
 	kindScaleI64    = C.RS_SCALE_I64
 	kindI32ToI64    = C.RS_I32_TO_I64
 	kindDate64      = C.RS_DATE64
+	kindDate32      = C.RS_DATE32
 	kindDecimal     = C.RS_DECIMAL
 	kindDuration    = C.RS_DURATION
 	kindIntervalYM  = C.RS_INTERVAL_YM
@@ -113,7 +114,6 @@ var fixedTypes = map[arrow.Type]struct {
 	arrow.UINT64:  {C.DUCKDB_TYPE_UBIGINT, 8},
 	arrow.FLOAT32: {C.DUCKDB_TYPE_FLOAT, 4},
 	arrow.FLOAT64: {C.DUCKDB_TYPE_DOUBLE, 8},
-	arrow.DATE32:  {C.DUCKDB_TYPE_DATE, 4},
 }
 
 // toMicros is the factor from a time unit to microseconds for the kernels'
@@ -148,6 +148,10 @@ func typeFor(dt arrow.DataType) (colType, error) {
 		return colType{duck: C.DUCKDB_TYPE_BLOB, kind: kindView}, nil
 	case *arrow.FixedSizeBinaryType:
 		return colType{duck: C.DUCKDB_TYPE_BLOB, kind: kindFixedBinary, width: t.ByteWidth}, nil
+	case *arrow.Date32Type:
+		// Its values are DATE's, but DATE's largest and smallest mean
+		// ±infinity, which Arrow has no way to say: checked, not copied.
+		return colType{duck: C.DUCKDB_TYPE_DATE, kind: kindDate32, unit: 1, lo: -math.MaxInt32 + 1, hi: math.MaxInt32 - 1}, nil
 	case *arrow.Date64Type:
 		// DATE is int32 days; its largest and smallest values mean
 		// ±infinity, which Arrow has no way to say.
@@ -158,9 +162,6 @@ func typeFor(dt arrow.DataType) (colType, error) {
 		// whenever its unit is coarser, where the product may overflow.
 		if t.TimeZone != "" {
 			// TIMESTAMP WITH TIME ZONE exists in microseconds only.
-			if t.Unit == arrow.Microsecond {
-				return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindFixed, width: 8}, nil
-			}
 			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_TZ, kind: kindScaleI64, unit: toMicros[t.Unit], lo: -math.MaxInt64 + 1, hi: math.MaxInt64 - 1}, nil
 		}
 		switch t.Unit {
@@ -168,10 +169,9 @@ func typeFor(dt arrow.DataType) (colType, error) {
 			duck := map[arrow.TimeUnit]C.duckdb_type{arrow.Second: C.DUCKDB_TYPE_TIMESTAMP_S, arrow.Millisecond: C.DUCKDB_TYPE_TIMESTAMP_MS}[t.Unit]
 			max := (math.MaxInt64 - 1) / toMicros[t.Unit]
 			return colType{duck: duck, kind: kindScaleI64, unit: 1, lo: -max, hi: max}, nil
-		case arrow.Microsecond:
-			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP, kind: kindFixed, width: 8}, nil
-		default:
-			return colType{duck: C.DUCKDB_TYPE_TIMESTAMP_NS, kind: kindFixed, width: 8}, nil
+		default: // microseconds and nanoseconds: DuckDB's own units, checked for ±infinity
+			duck := map[arrow.TimeUnit]C.duckdb_type{arrow.Microsecond: C.DUCKDB_TYPE_TIMESTAMP, arrow.Nanosecond: C.DUCKDB_TYPE_TIMESTAMP_NS}[t.Unit]
+			return colType{duck: duck, kind: kindScaleI64, unit: 1, lo: -math.MaxInt64 + 1, hi: math.MaxInt64 - 1}, nil
 		}
 	case *arrow.Time32Type:
 		return colType{duck: C.DUCKDB_TYPE_TIME, kind: kindI32ToI64, unit: toMicros[t.Unit], lo: 0, hi: microsPerDay}, nil

@@ -11,7 +11,7 @@ import (
 // README's type table promises (kinds are enum rs_kind: 1 fixed, 2 bool,
 // 3 utf8, 5 view, 6 fixed binary, 7 scale int64, 8 int32 to int64, 9 date64,
 // 10 decimal, 11 duration, 12-14 intervals, 15 float16, 16 dictionary,
-// 17 list, 18 array, 19 struct).
+// 17 list, 18 array, 19 struct, 20 date32).
 func TestTypeFor(t *testing.T) {
 	for _, c := range []struct {
 		in   arrow.DataType
@@ -27,11 +27,12 @@ func TestTypeFor(t *testing.T) {
 		{arrow.BinaryTypes.LargeBinary, "BLOB kind=3 width=8"},
 		{arrow.BinaryTypes.StringView, "VARCHAR kind=5"},
 		{&arrow.FixedSizeBinaryType{ByteWidth: 16}, "BLOB kind=6 width=16"},
-		{arrow.FixedWidthTypes.Date32, "DATE kind=1 width=4"},
+		{arrow.FixedWidthTypes.Date32, "DATE kind=20 unit=1 lo=-2147483646 hi=2147483646"},
 		{arrow.FixedWidthTypes.Date64, "DATE kind=9 unit=-86400000 lo=-2147483646 hi=2147483646"},
-		{&arrow.TimestampType{Unit: arrow.Nanosecond}, "TIMESTAMP_NS kind=1 width=8"},
+		{&arrow.TimestampType{Unit: arrow.Nanosecond}, "TIMESTAMP_NS kind=7 unit=1 lo=-9223372036854775806 hi=9223372036854775806"},
+		{&arrow.TimestampType{Unit: arrow.Microsecond}, "TIMESTAMP kind=7 unit=1 lo=-9223372036854775806 hi=9223372036854775806"},
 		{&arrow.TimestampType{Unit: arrow.Second}, "TIMESTAMP_S kind=7 unit=1 lo=-9223372036854 hi=9223372036854"},
-		{&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, "TIMESTAMP_TZ kind=1 width=8"},
+		{&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, "TIMESTAMP_TZ kind=7 unit=1 lo=-9223372036854775806 hi=9223372036854775806"},
 		{&arrow.TimestampType{Unit: arrow.Millisecond}, "TIMESTAMP_MS kind=7 unit=1 lo=-9223372036854775 hi=9223372036854775"},
 		{&arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, "TIMESTAMP_TZ kind=7 unit=1000 lo=-9223372036854775806 hi=9223372036854775806"},
 		{&arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, "TIMESTAMP_TZ kind=7 unit=-1000 lo=-9223372036854775806 hi=9223372036854775806"},

@@ -65,6 +65,20 @@ func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []
 		return nil, nil, err
 	}
 	if fr.Foreign {
+		// The projected reader's assembler reads a chunk of the other
+		// byte order into native-order copies (decodeForeign); only
+		// dictionaries, which it does not read, are left to arrow-go.
+		schema, batches, err = decodeForeign(data, mem)
+		if err == nil {
+			err = validateBatches(batches)
+		}
+		if !errors.Is(err, ErrDictionaries) {
+			if err != nil {
+				ReleaseAll(batches)
+				return nil, nil, err
+			}
+			return schema, batches, nil
+		}
 		// arrow-go swaps the buffers of the other byte order in place,
 		// and it must (it checks offsets as it builds each array, before
 		// a caller could swap them): it gets bytes of its own, never the
@@ -74,7 +88,9 @@ func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []
 	}
 	// arrow-go's swap fails on the absent buffers of some types' arrays
 	// of no rows (decimals, month-day-nano intervals): a foreign-order
-	// chunk's batches of no rows, which hold nothing, are skipped.
+	// chunk's batches of no rows, which hold nothing, are skipped. (Such
+	// an array inside a batch of rows, an empty list's child, still fails
+	// as a bad chunk: only in a chunk with dictionaries.)
 	if bytes.HasPrefix(data, fileMagic) {
 		schema, batches, err = decodeIPCFile(data, mem, fr.Foreign, fr.rows)
 	} else {

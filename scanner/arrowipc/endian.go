@@ -1,6 +1,7 @@
 package arrowipc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/endian"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -21,6 +23,123 @@ import (
 // string views arrow-go leaves alone, in that copy), and the projected
 // reader, which builds its arrays itself, makes native-order copies of the
 // buffers that need one (byteOrderSwap).
+
+// decodeForeign decodes a whole IPC file or stream of the other byte order
+// (the framing checked) with the projected reader's assembler: every
+// column of every batch, the buffers that need it swapped into copies
+// (byteOrderSwap), the others referencing data, which is never written.
+// arrow-go's own swap, in place, dereferences the absent buffer of a
+// decimal or month-day-nano array of no rows (an empty list's child). The
+// returned schema is marked native. ErrDictionaries: the chunk has
+// dictionaries, which the assembler does not read.
+func decodeForeign(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []arrow.RecordBatch, err error) {
+	swap := newByteOrderSwap(mem)
+	defer swap.release()
+	defer func() {
+		if err != nil {
+			ReleaseAll(batches)
+			batches = nil
+		}
+	}()
+	add := func(meta fb, header int64, body []byte) error {
+		rb, err := parseRecordBatch(meta, header)
+		if err != nil {
+			return fmt.Errorf("%w: IPC record batch message: %v", ErrMalformed, err)
+		}
+		b, err := assembleBatch(schema, rb, body, mem, swap)
+		if err != nil {
+			return fmt.Errorf("record batch %d: %w", len(batches), err)
+		}
+		batches = append(batches, b)
+		return nil
+	}
+	if bytes.HasPrefix(data, fileMagic) {
+		footer, _, err := readIPCFooter(int64(len(data)), int64(len(data)), fetchFrom(data, new(int64)))
+		if err != nil {
+			return nil, nil, err
+		}
+		schema = footer.Schema
+		for _, blk := range footer.Batches {
+			meta, next, _, err := messageAt(data[:blk.Offset+blk.MetaLen], blk.Offset)
+			if err != nil || meta == nil {
+				return nil, nil, fmt.Errorf("%w: record batch at %d: no message", ErrMalformed, blk.Offset)
+			}
+			m, err := parseMessage(meta)
+			if err != nil || m.kind != headerRecordBatch || m.bodyLen > blk.BodyLen {
+				return nil, nil, fmt.Errorf("%w: record batch at %d: not a record batch message", ErrMalformed, blk.Offset)
+			}
+			if err := add(meta, m.header, data[next:next+m.bodyLen]); err != nil {
+				return nil, nil, err
+			}
+		}
+		return schema, batches, nil
+	}
+	for pos := int64(0); ; {
+		meta, next, end, err := messageAt(data, pos)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: arrow IPC stream: %v", ErrMalformed, err)
+		}
+		if end {
+			return schema, batches, nil
+		}
+		m, err := parseMessage(meta)
+		if err != nil || m.bodyLen > int64(len(data))-next {
+			return nil, nil, fmt.Errorf("%w: arrow IPC stream: message at %d", ErrMalformed, pos)
+		}
+		body := data[next : next+m.bodyLen]
+		pos = next + m.bodyLen
+		switch {
+		case m.kind == headerDictionaryBatch:
+			return nil, nil, ErrDictionaries
+		case m.kind == headerSchema && schema == nil:
+			if schema, err = streamSchema(data); err != nil {
+				return nil, nil, err
+			}
+		case m.kind == headerRecordBatch && schema != nil:
+			if err := add(meta, m.header, body); err != nil {
+				return nil, nil, err
+			}
+		default:
+			return nil, nil, fmt.Errorf("%w: arrow IPC stream: unexpected message at %d (header type %d)", ErrMalformed, pos, m.kind)
+		}
+	}
+}
+
+// streamSchema is the schema of the stream in data, marked native:
+// arrow-go reads its first message. ErrDictionaries: it has
+// dictionary-encoded fields.
+func streamSchema(data []byte) (*arrow.Schema, error) {
+	r, err := ipc.NewReaderFromMessageReader(&memMessages{data: data}, ipc.WithEnsureNativeEndian(false))
+	if err != nil {
+		return nil, fmt.Errorf("%w: not an Arrow IPC file or stream: %w", ErrMalformed, err)
+	}
+	defer r.Release()
+	schema := r.Schema()
+	if err := CheckSupported(schema); err != nil {
+		return nil, err
+	}
+	for _, f := range schema.Fields() {
+		if holdsDictionary(f.Type) {
+			return nil, ErrDictionaries
+		}
+	}
+	return schema.WithEndianness(endian.NativeEndian), nil
+}
+
+// holdsDictionary reports whether dt is or holds a dictionary-encoded type.
+func holdsDictionary(dt arrow.DataType) bool {
+	switch t := dt.(type) {
+	case *arrow.DictionaryType:
+		return true
+	case arrow.NestedType:
+		for _, f := range t.Fields() {
+			if holdsDictionary(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // ErrByteOrder is wrapped by the error for a column whose values cannot be
 // brought to this machine's byte order.

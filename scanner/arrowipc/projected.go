@@ -218,6 +218,35 @@ func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at
 	return array.MakeFromData(d), nil
 }
 
+// assembleBatch builds every column of record batch rb of schema from its
+// whole body (assembleColumn); the caller releases the batch.
+func assembleBatch(schema *arrow.Schema, rb *ipcBatch, body []byte, mem memory.Allocator, swap *byteOrderSwap) (arrow.RecordBatch, error) {
+	if err := checkBatchBody(rb, body); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	layouts, err := layoutColumns(schema, rb)
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]arrow.Array, 0, len(layouts))
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i, l := range layouts {
+		arr, err := assembleColumn(schema.Field(i), rb, l, body, 0, mem, swap)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, arr)
+		if n := int64(arr.Len()); n != rb.Length {
+			return nil, fmt.Errorf("%w: %d rows, its column %q %d", ErrMalformed, rb.Length, schema.Field(i).Name, n)
+		}
+	}
+	return array.NewRecordBatch(schema, cols, rb.Length), nil
+}
+
 // Decompressors are costly to make (an LZ4 reader holds 4 MiB of block
 // buffers), so they are pooled.
 var (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +29,12 @@ import (
 //	                                every file; arrow_types_expected.csv
 //	                                holds DuckDB's text of each value
 //	arrow_types/empty/<format>      no batches at all, or only empty ones
+//	arrow_types/nodict/<format>.arrow   the IPC files of all/ without
+//	                                their dictionary columns and with a
+//	                                last column "pad" of incompressible
+//	                                bytes: a scan of some of their columns
+//	                                reads them column by column (a file
+//	                                with dictionaries is always read whole)
 //	arrow_types/extreme/<column>.arrow   one column whose values do not fit
 //	                                its DuckDB type (ExtremeColumns)
 //	arrow_types/unsupported/<column>.arrow   one column of a type that is
@@ -107,6 +114,63 @@ func ArrowTypesBatches() []arrow.RecordBatch {
 	return recs
 }
 
+// ArrowTypesNoDict returns the schema and batches of arrow_types/nodict:
+// those of arrow_types/all without the dictionary columns. The caller
+// releases the batches.
+func ArrowTypesNoDict() (*arrow.Schema, []arrow.RecordBatch) {
+	all := ArrowTypesSchema()
+	var keep []int
+	var fields []arrow.Field
+	for i, f := range all.Fields() {
+		if f.Type.ID() != arrow.DICTIONARY {
+			keep = append(keep, i)
+			fields = append(fields, f)
+		}
+	}
+	schema := arrow.NewSchema(fields, nil)
+	var recs []arrow.RecordBatch
+	for _, r := range ArrowTypesBatches() {
+		cols := make([]arrow.Array, len(keep))
+		for j, i := range keep {
+			cols[j] = r.Column(i)
+		}
+		recs = append(recs, array.NewRecordBatch(schema, cols, r.NumRows()))
+		r.Release()
+	}
+	return schema, recs
+}
+
+// NoDictPadBytes is the size of each row's value of the pad column of
+// arrow_types/nodict: enough that its files are larger than what bind
+// reads whole, and that reading some of their columns saves more bytes
+// than the cost model asks of a projected read before it measured the
+// store.
+const NoDictPadBytes = 5 << 10
+
+// withPad returns recs (of schema) with a last column "pad" of
+// NoDictPadBytes random bytes a row; the caller releases them, and still
+// owns recs.
+func withPad(schema *arrow.Schema, recs []arrow.RecordBatch) (*arrow.Schema, []arrow.RecordBatch) {
+	padded := arrow.NewSchema(append(schema.Fields(), arrow.Field{Name: "pad", Type: arrow.BinaryTypes.Binary}), nil)
+	rng := rand.New(rand.NewPCG(7, 11))
+	value := make([]byte, NoDictPadBytes)
+	var out []arrow.RecordBatch
+	for _, r := range recs {
+		b := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+		for range r.NumRows() {
+			for i := range value {
+				value[i] = byte(rng.Uint32())
+			}
+			b.Append(value)
+		}
+		pad := b.NewArray()
+		b.Release()
+		out = append(out, array.NewRecordBatch(padded, append(r.Columns(), pad), r.NumRows()))
+		pad.Release()
+	}
+	return padded, out
+}
+
 // ExtremeColumn is one file of arrow_types/extreme: a column whose values
 // do not fit its DuckDB type, which a query must refuse naming the column.
 type ExtremeColumn struct {
@@ -117,7 +181,10 @@ type ExtremeColumn struct {
 
 // ExtremeColumns: INT64_MIN and INT64_MAX seconds (as a duration and a
 // timestamp) and milliseconds (timestamp, date64) overflow DuckDB's
-// microseconds; the date64 also lies outside DuckDB's dates.
+// microseconds; the date64 also lies outside DuckDB's dates. The
+// *_infinity columns hold values DuckDB's own types keep for ±infinity
+// (INT64_MAX microseconds or nanoseconds, ±INT32_MAX days), which in
+// Arrow are instants like any other.
 func ExtremeColumns() []ExtremeColumn {
 	ext := []int64{0, math.MinInt64, math.MaxInt64}
 	return []ExtremeColumn{
@@ -126,6 +193,11 @@ func ExtremeColumns() []ExtremeColumn {
 		{"ts_ms_extreme", &arrow.TimestampType{Unit: arrow.Millisecond}, ext},
 		{"tstz_s_extreme", &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}, ext},
 		{"date64_extreme", arrow.FixedWidthTypes.Date64, ext},
+		{"ts_us_infinity", &arrow.TimestampType{Unit: arrow.Microsecond}, []int64{0, math.MaxInt64}},
+		{"tstz_us_infinity", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, []int64{0, -math.MaxInt64}},
+		{"ts_ns_infinity", &arrow.TimestampType{Unit: arrow.Nanosecond}, []int64{0, math.MaxInt64}},
+		{"date32_infinity", arrow.FixedWidthTypes.Date32, []int64{0, math.MaxInt32}},
+		{"date32_ninfinity", arrow.FixedWidthTypes.Date32, []int64{0, -math.MaxInt32}},
 	}
 }
 
@@ -145,7 +217,7 @@ func UnsupportedColumns() []arrow.Field {
 // dir/arrow_types_expected.csv.
 func WriteArrowTypes(dir string) error {
 	root := filepath.Join(dir, "arrow_types")
-	for _, sub := range []string{"all", "empty", "extreme", "unsupported"} {
+	for _, sub := range []string{"all", "empty", "nodict", "extreme", "unsupported"} {
 		if err := os.MkdirAll(filepath.Join(root, sub), 0o755); err != nil {
 			return err
 		}
@@ -170,6 +242,18 @@ func WriteArrowTypes(dir string) error {
 			return fmt.Errorf("datagen: empty %s: %w", f.Name(), err)
 		}
 	}
+	ndSchema, ndRecs := ArrowTypesNoDict()
+	defer ReleaseAll(ndRecs)
+	ndSchema, padded := withPad(ndSchema, ndRecs)
+	defer ReleaseAll(padded)
+	for _, f := range IPCFormats() {
+		if !f.File {
+			continue // a stream is always read whole
+		}
+		if err := WriteIPC(filepath.Join(root, "nodict", f.Name()), ndSchema, padded, f); err != nil {
+			return fmt.Errorf("datagen: nodict %s: %w", f.Name(), err)
+		}
+	}
 	for _, c := range ExtremeColumns() {
 		s := arrow.NewSchema([]arrow.Field{{Name: "rid", Type: arrow.PrimitiveTypes.Int64}, {Name: c.Name, Type: c.Type, Nullable: true}}, nil)
 		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
@@ -182,6 +266,8 @@ func WriteArrowTypes(dir string) error {
 				fb.Append(arrow.Timestamp(v))
 			case *array.Date64Builder:
 				fb.Append(arrow.Date64(v))
+			case *array.Date32Builder:
+				fb.Append(arrow.Date32(v))
 			}
 		}
 		rec := b.NewRecordBatch()
