@@ -70,6 +70,7 @@ type options struct {
 	multiplier       float64
 	alpha            float64
 	minMult, maxMult float64
+	firstRatio       bool
 	onGrant          func(l *Budget, n int64, oversize bool)
 	onExtend         func(l *Budget, n int64, head bool)
 }
@@ -127,6 +128,15 @@ func WithAlpha(alpha float64) Option {
 	return func(o *options) { o.alpha = alpha }
 }
 
+// WithFirstRatio makes the first observed decoded/wire ratio replace the
+// multiplier instead of being smoothed into it: the one WithMultiplier set
+// is then a placeholder until a chunk was measured, not a prior worth
+// averaging with (a ratio of 10 would otherwise take a dozen chunks to
+// learn, each reserved far too small).
+func WithFirstRatio() Option {
+	return func(o *options) { o.firstRatio = true }
+}
+
 // WithMultiplierBounds sets the clamp of observed ratios and of the multiplier
 // (default [DefaultMinMultiplier, DefaultMaxMultiplier]). It panics unless
 // 0 < lo <= hi and both are finite.
@@ -145,6 +155,7 @@ type Budget struct {
 	idlePass         bool                                    // immutable; see WithIdlePass
 	alpha            float64                                 // immutable
 	minMult, maxMult float64                                 // immutable
+	firstRatio       bool                                    // immutable; see WithFirstRatio
 	onGrant          func(l *Budget, n int64, oversize bool) // immutable; tests only (withGrantHook)
 	onExtend         func(l *Budget, n int64, head bool)     // immutable; tests only (withExtendHook)
 
@@ -181,6 +192,7 @@ type Budget struct {
 	// Guarded by mu; these belong to the budget a request was made on and
 	// are not propagated to parents.
 	mult               float64
+	observed           bool // a ratio was folded into mult
 	waits, cancels     int64
 	growWaits          int64
 	totalWait, maxWait time.Duration
@@ -212,16 +224,17 @@ func New(capacity int64, opts ...Option) *Budget {
 		opt(&o)
 	}
 	return &Budget{
-		parent:   o.parent,
-		idlePass: o.idlePass,
-		alpha:    o.alpha,
-		minMult:  o.minMult,
-		maxMult:  o.maxMult,
-		onGrant:  o.onGrant,
-		onExtend: o.onExtend,
-		capacity: capacity,
-		mult:     min(max(o.multiplier, o.minMult), o.maxMult),
-		pool:     pool{limit: capacity},
+		parent:     o.parent,
+		idlePass:   o.idlePass,
+		alpha:      o.alpha,
+		minMult:    o.minMult,
+		maxMult:    o.maxMult,
+		firstRatio: o.firstRatio,
+		onGrant:    o.onGrant,
+		onExtend:   o.onExtend,
+		capacity:   capacity,
+		mult:       min(max(o.multiplier, o.minMult), o.maxMult),
+		pool:       pool{limit: capacity},
 	}
 }
 
@@ -269,6 +282,24 @@ func (b *Budget) unlockChain() {
 // parent, the totals and Peak of the levels the request had already passed.)
 // If ctx is already done, Reserve fails even when the bytes are free. It panics if wire is negative or absurdly large (above 64 PiB).
 func (b *Budget) Reserve(ctx context.Context, wire int64) (*Lease, error) {
+	return b.reserve(ctx, wire, -1)
+}
+
+// ReserveSize is Reserve of a chunk whose decoded size is known in advance
+// (a catalog that records it, or the chunk's own metadata): it charges
+// size bytes instead of wire × multiplier. Commit still feeds the measured
+// actual/wire into the multiplier. It panics if size is negative or
+// absurdly large.
+func (b *Budget) ReserveSize(ctx context.Context, wire, size int64) (*Lease, error) {
+	if size < 0 || size > maxBytes {
+		panic("budget: reserve size out of range")
+	}
+	return b.reserve(ctx, wire, size)
+}
+
+// reserve is Reserve of size bytes, or of the estimate for wire bytes if
+// size is negative.
+func (b *Budget) reserve(ctx context.Context, wire, size int64) (*Lease, error) {
 	checkWire(wire)
 	done := ctx.Done()
 
@@ -282,7 +313,10 @@ func (b *Budget) Reserve(ctx context.Context, wire int64) (*Lease, error) {
 		return nil, ctx.Err()
 	default:
 	}
-	n := reservation(wire, b.mult)
+	n := size
+	if n < 0 {
+		n = reservation(wire, b.mult)
+	}
 	stop := b.blockedLevelLocked(n)
 	b.grantBelowLocked(stop, n)
 	if stop == nil {
@@ -567,6 +601,12 @@ func (b *Budget) noteWaitLocked(start time.Time, cancelled bool) {
 // observeLocked folds one observed decoded/wire ratio into the multiplier.
 func (b *Budget) observeLocked(ratio float64) {
 	ratio = min(max(ratio, b.minMult), b.maxMult)
+	if b.firstRatio && !b.observed {
+		b.observed = true
+		b.mult = ratio
+		return
+	}
+	b.observed = true
 	// The explicit conversion forbids a fused multiply-add, so the result is
 	// bit-for-bit the same on every platform.
 	m := b.mult + float64(b.alpha*(ratio-b.mult))

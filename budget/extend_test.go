@@ -265,3 +265,29 @@ func TestExtendNoWedge(t *testing.T) {
 		t.Logf("%s grow_waits=%d head past cap %d", st, st.GrowWaits, headPastCap.Load())
 	}
 }
+
+// TestFirstRatio: with WithFirstRatio the first measured ratio replaces
+// the placeholder multiplier, and later ones are smoothed as usual;
+// ReserveSize charges the size it is given whatever the multiplier.
+func TestFirstRatio(t *testing.T) {
+	ctx := context.Background()
+	b := New(1<<20, WithMultiplier(1), WithMultiplierBounds(1, 64), WithFirstRatio())
+	l, err := b.ReserveSize(ctx, 10, 100)
+	if err != nil || l.Held() != 100 {
+		t.Fatalf("ReserveSize: %v, held %d", err, l.Held())
+	}
+	l.Commit(120) // ratio 12
+	l.Close()
+	if m := b.Stats().Multiplier; m != 12 {
+		t.Fatalf("multiplier after the first commit = %v, want 12", m)
+	}
+	l, _ = b.Reserve(ctx, 10)
+	if l.Held() != 120 {
+		t.Fatalf("reservation after learning = %d, want 120", l.Held())
+	}
+	l.Commit(20) // ratio 2: smoothed, 12 + 0.2 × (2 − 12)
+	l.Close()
+	if m := b.Stats().Multiplier; m != 10 {
+		t.Fatalf("multiplier after the second commit = %v, want 10", m)
+	}
+}

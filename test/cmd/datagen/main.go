@@ -1,7 +1,8 @@
 // Command datagen writes a sample dataset of Arrow IPC chunks and its expected
 // aggregates (expected.csv) into a folder; with -types also a dataset with one
 // column per Arrow type and DuckDB's text of every value (types_expected.csv),
-// the bad inputs, and a few large IPC files (large/).
+// the bad inputs, and a few large IPC files (large/); with -compressed N
+// only N ZSTD files that decode to about ten times their size.
 //
 //	go run ./test/cmd/datagen -out build/demo-data
 package main
@@ -21,7 +22,12 @@ func main() {
 	flag.IntVar(&spec.ChunksPerSegment, "chunks", spec.ChunksPerSegment, "chunks per segment")
 	flag.IntVar(&spec.RowsPerChunk, "rows", spec.RowsPerChunk, "rows in a segment's first chunk (each next one has 517 more)")
 	types := flag.Bool("types", false, "also write the types dataset (one column per Arrow type) and the bad inputs")
+	compressed := flag.Int("compressed", 0, "write only this many ZSTD IPC files that decode to about ten times their size (datagen.DefaultCompressed)")
 	flag.Parse()
+	if *compressed > 0 {
+		writeCompressed(*out, *compressed)
+		return
+	}
 	if err := os.RemoveAll(*out); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -58,4 +64,19 @@ func main() {
 		}
 		fmt.Printf("datagen: wrote %d large IPC files to %s/large\n", datagen.LargeChunks, *out)
 	}
+}
+
+func writeCompressed(out string, chunks int) {
+	spec := datagen.DefaultCompressed
+	spec.Chunks = chunks
+	if err := os.RemoveAll(out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	wire, decoded, err := datagen.WriteCompressed(out, spec)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "datagen:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("datagen: wrote %d compressed chunks of %d rows to %s (%d bytes, %d decoded)\n", chunks, spec.Rows, out, wire, decoded)
 }
