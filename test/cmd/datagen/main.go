@@ -1,7 +1,8 @@
 // Command datagen writes a sample dataset of Arrow IPC chunks and its expected
 // aggregates (expected.csv) into a folder; with -types also a dataset with one
 // column per Arrow type and DuckDB's text of every value (types_expected.csv),
-// the bad inputs, and a few large IPC files (large/); with -compressed N
+// the bad inputs, a few large IPC files (large/) and eight ZSTD IPC files
+// that decode to ten times their size (compressed/); with -compressed N
 // only N ZSTD files that decode to about ten times their size.
 //
 //	go run ./test/cmd/datagen -out build/demo-data
@@ -11,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
@@ -63,6 +65,12 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote %d large IPC files to %s/large\n", datagen.LargeChunks, *out)
+		spec := datagen.Compressed{Chunks: 8, Rows: 60_000}
+		if _, _, err := datagen.WriteCompressed(filepath.Join(*out, "compressed"), spec); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote %d ZSTD IPC files of %d rows to %s/compressed\n", spec.Chunks, spec.Rows, *out)
 	}
 }
 
