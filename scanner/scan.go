@@ -310,7 +310,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	// Buffers above budget.PoolMin, fetched or decoded, come from the
 	// budget's pool: memory earlier chunks already faulted in.
 	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease,
-		ctx: s.ctx, charged: lease.Held(), base: s.wireEstimate(c, project)}
+		ctx: s.ctx, charged: lease.Held()}
 	if s.mappable {
 		mem.maps = &mapping{lease: lease}
 	}
@@ -394,13 +394,19 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	}
 	var lease *budget.Lease
 	var maps *mapping
-	if ca, ok := mem.(*countingAllocator); ok {
+	ca, _ := mem.(*countingAllocator)
+	if ca != nil {
 		lease, maps = ca.lease, ca.maps
 	}
 	var into []byte
+	covered := false // the fetched bytes are covered by the lease
 	if data == nil {
 		early := s.adoptEarly(c)
 		n := c.WireLength()
+		if n > 0 {
+			ca.fetching(int64(budget.PooledSize(int(n))))
+			covered = true
+		}
 		switch {
 		case early == nil && maps != nil:
 			// A mapping where the store maps (maps.request decides);
@@ -432,14 +438,17 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		}
 	}
 	s.wire.Add(int64(len(data)))
-	schema, batches, err := arrowipc.Decode(data, mem)
-	if err != nil {
-		return nil, nil, 0, err
-	}
 	// The batches, of a file or a stream, slice their buffers out of data.
 	retained := int64(len(data))
 	if len(data) > 0 && len(into) > 0 && &data[0] == &into[0] {
 		retained = int64(cap(into)) // the pooled buffer, rounded up to its class
+	}
+	if !covered {
+		ca.fetching(retained) // the first chunk's, or of a size not known before
+	}
+	schema, batches, err := arrowipc.Decode(data, mem)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	if s.plan.cfg.UnionByName {
 		out, err := conform(schema, batches, s.plan.Schema, mem)
@@ -483,10 +492,16 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	// and 22k for all four.
 	var alloc func(int) []byte
 	var maps *mapping
-	if ca, ok := mem.(*countingAllocator); ok && ca.lease != nil {
+	ca, _ := mem.(*countingAllocator)
+	if ca != nil && ca.lease != nil {
 		alloc, maps = ca.lease.Buffer, ca.maps
 	}
 	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
+		var n int64
+		for _, r := range rs {
+			n += int64(budget.PooledSize(int(r.Length)))
+		}
+		ca.fetching(n)
 		reqs := make([]iosched.Request, len(rs))
 		for i, r := range rs {
 			reqs[i] = iosched.Request{Store: st, Name: name, Offset: c.Offset + r.Offset, Length: r.Length,
@@ -756,7 +771,7 @@ func (b *Batch) Close() {
 // carries the chunk's lease (nil outside a scan), whose pooled buffers the
 // chunk's fetch fills, and, until the lease is committed, makes the lease
 // cover every allocation before it happens: a chunk being decoded holds its
-// fetched bytes (base) and its decoded ones at once, and what the
+// fetched bytes and its decoded ones at once, and what the
 // reservation does not cover waits for room in the budget (Lease.Extend)
 // before it is allocated.
 type countingAllocator struct {
@@ -769,7 +784,7 @@ type countingAllocator struct {
 	mu        sync.Mutex // orders allocations' Extend before the Commit
 	committed bool
 	charged   int64 // the lease's size: its reservation and what Extend added
-	base      int64 // bytes the reservation covers before any allocation: the fetched ones
+	fetched   int64 // the chunk's fetched (or mapped) bytes covered so far
 }
 
 // errDecodeCancelled is the panic of an allocation whose room the scan
@@ -805,7 +820,7 @@ func (a *countingAllocator) cover(n int64) {
 	if a.committed {
 		return // the lease's size is final
 	}
-	if need := a.base + a.live.Load() + n; need > a.charged {
+	if need := a.fetched + a.live.Load() + n; need > a.charged {
 		if err := a.lease.Extend(a.ctx, need-a.charged); err != nil {
 			panic(errDecodeCancelled{err})
 		}
@@ -823,6 +838,21 @@ func (a *countingAllocator) commit(retained int64) int64 {
 	actual := a.live.Load() + retained
 	a.lease.Commit(actual)
 	return actual
+}
+
+// fetching makes the lease cover n more fetched (or mapped) bytes of the
+// chunk before they are fetched (or, where the size was unknown, right
+// after), waiting for room as cover does: a projected read may fetch more
+// than its estimate (the footer, ranges a prediction missed), and must not
+// overrun the budget at Commit.
+func (a *countingAllocator) fetching(n int64) {
+	if a == nil || a.lease == nil || n <= 0 {
+		return
+	}
+	a.cover(n)
+	a.mu.Lock()
+	a.fetched += n
+	a.mu.Unlock()
 }
 
 func (a *countingAllocator) Free(b []byte) {
