@@ -8,19 +8,24 @@
 //  1. Reserve(wire) before the fetch charges wire × multiplier bytes, where
 //     multiplier is the decoded/wire ratio learned so far. It blocks, in FIFO
 //     order, while the budget is full.
-//  2. Commit(actual) after the decode replaces the estimate by the measured
+//  2. Extend(n), while the decode allocates more than the estimate, charges
+//     the excess before it is allocated. It waits while the budget is full,
+//     ahead of every Reserve, unless the lease is the oldest open one of its
+//     budget (the head of line), which never waits: the chunk a consumer
+//     needs first can always finish, so growth cannot wedge the pipeline.
+//  3. Commit(actual) after the decode replaces the estimate by the measured
 //     size: a shortfall is charged at once without blocking (the bytes already
 //     exist; blocking could wedge the pipeline), a surplus is refunded and may
 //     admit waiters. The ratio actual/wire is clamped into [min, max] and
 //     smoothed into the multiplier with an exponential moving average:
 //     multiplier += alpha × (ratio − multiplier).
-//  3. Release(n), as DuckDB consumes each vector, gives the bytes back piece
+//  4. Release(n), as DuckDB consumes each vector, gives the bytes back piece
 //     by piece; Close gives back whatever is left and is what every error,
 //     cancel and early-exit path calls.
 //
-// In use can exceed the cap in three ways only: a Commit that grows (counted
-// in Stats.Overcommits), SetCap shrinking below what is held, and an oversize
-// admit: a request larger than the whole cap is admitted when it is at the
+// In use can exceed the cap in four ways only: a Commit or Grow that grows,
+// an Extend of the head-of-line lease (both counted in Stats.Overcommits),
+// SetCap shrinking below what is held, and an oversize admit: a request larger than the whole cap is admitted when it is at the
 // head of the queue and nothing else is held (counted in
 // Stats.OversizeAdmits), so the budget never wedges. With a parent, every
 // rule holds at each level separately.
@@ -65,13 +70,22 @@ type options struct {
 	multiplier       float64
 	alpha            float64
 	minMult, maxMult float64
+	firstRatio       bool
 	onGrant          func(l *Budget, n int64, oversize bool)
+	onExtend         func(l *Budget, n int64, head bool)
 }
 
 // withGrantHook lets a test see every grant at this level right after it
 // is made, with the level's lock held.
 func withGrantHook(f func(l *Budget, n int64, oversize bool)) Option {
 	return func(o *options) { o.onGrant = f }
+}
+
+// withExtendHook lets a test see every level's charge of an Extend right
+// after it is made (head: the lease is the head of line), with the level's
+// lock held.
+func withExtendHook(f func(l *Budget, n int64, head bool)) Option {
+	return func(o *options) { o.onExtend = f }
 }
 
 // WithParent makes the budget draw every byte from parent as well: a request
@@ -114,6 +128,15 @@ func WithAlpha(alpha float64) Option {
 	return func(o *options) { o.alpha = alpha }
 }
 
+// WithFirstRatio makes the first observed decoded/wire ratio replace the
+// multiplier instead of being smoothed into it: the one WithMultiplier set
+// is then a placeholder until a chunk was measured, not a prior worth
+// averaging with (a ratio of 10 would otherwise take a dozen chunks to
+// learn, each reserved far too small).
+func WithFirstRatio() Option {
+	return func(o *options) { o.firstRatio = true }
+}
+
 // WithMultiplierBounds sets the clamp of observed ratios and of the multiplier
 // (default [DefaultMinMultiplier, DefaultMaxMultiplier]). It panics unless
 // 0 < lo <= hi and both are finite.
@@ -132,7 +155,9 @@ type Budget struct {
 	idlePass         bool                                    // immutable; see WithIdlePass
 	alpha            float64                                 // immutable
 	minMult, maxMult float64                                 // immutable
+	firstRatio       bool                                    // immutable; see WithFirstRatio
 	onGrant          func(l *Budget, n int64, oversize bool) // immutable; tests only (withGrantHook)
+	onExtend         func(l *Budget, n int64, head bool)     // immutable; tests only (withExtendHook)
 
 	mu sync.Mutex
 
@@ -144,12 +169,21 @@ type Budget struct {
 	// admitted: a waiter never stays parked while it could be granted.
 	// INVARIANT: a grant leaves inUse <= capacity, except an oversize grant,
 	// which finds inUse == 0, and a bypass (see WithIdlePass).
-	// Only Commit growth, Grow and SetCap shrinking can otherwise leave inUse
-	// above capacity.
+	// Only Commit growth, Grow, the head of line's Extend and SetCap
+	// shrinking can otherwise leave inUse above capacity.
+	// INVARIANT: while growers is not empty, no Reserve is granted at this
+	// level (except a bypass): growth of a lease already held goes first.
 	capacity int64
 	inUse    int64
 	peak     int64
 	queue    waitQueue
+	growers  waitQueue // Extend calls parked here, in arrival order
+
+	// Guarded by mu; the open leases made on this budget by number, in the
+	// order they were made. The oldest is the head of line, whose Extend
+	// never waits. INVARIANT: every number below headSeq is closed.
+	open             map[uint64]*Lease
+	headSeq, nextSeq uint64
 
 	// Totals; see Stats.
 	reserved, committed, grown, refunded, released int64
@@ -158,7 +192,9 @@ type Budget struct {
 	// Guarded by mu; these belong to the budget a request was made on and
 	// are not propagated to parents.
 	mult               float64
+	observed           bool // a ratio was folded into mult
 	waits, cancels     int64
+	growWaits          int64
 	totalWait, maxWait time.Duration
 
 	// Guarded by mu; only a parent uses them. byOrigin is the bytes each
@@ -188,15 +224,17 @@ func New(capacity int64, opts ...Option) *Budget {
 		opt(&o)
 	}
 	return &Budget{
-		parent:   o.parent,
-		idlePass: o.idlePass,
-		alpha:    o.alpha,
-		minMult:  o.minMult,
-		maxMult:  o.maxMult,
-		onGrant:  o.onGrant,
-		capacity: capacity,
-		mult:     min(max(o.multiplier, o.minMult), o.maxMult),
-		pool:     pool{limit: capacity},
+		parent:     o.parent,
+		idlePass:   o.idlePass,
+		alpha:      o.alpha,
+		minMult:    o.minMult,
+		maxMult:    o.maxMult,
+		firstRatio: o.firstRatio,
+		onGrant:    o.onGrant,
+		onExtend:   o.onExtend,
+		capacity:   capacity,
+		mult:       min(max(o.multiplier, o.minMult), o.maxMult),
+		pool:       pool{limit: capacity},
 	}
 }
 
@@ -244,6 +282,24 @@ func (b *Budget) unlockChain() {
 // parent, the totals and Peak of the levels the request had already passed.)
 // If ctx is already done, Reserve fails even when the bytes are free. It panics if wire is negative or absurdly large (above 64 PiB).
 func (b *Budget) Reserve(ctx context.Context, wire int64) (*Lease, error) {
+	return b.reserve(ctx, wire, -1)
+}
+
+// ReserveSize is Reserve of a chunk whose decoded size is known in advance
+// (a catalog that records it, or the chunk's own metadata): it charges
+// size bytes instead of wire × multiplier. Commit still feeds the measured
+// actual/wire into the multiplier. It panics if size is negative or
+// absurdly large.
+func (b *Budget) ReserveSize(ctx context.Context, wire, size int64) (*Lease, error) {
+	if size < 0 || size > maxBytes {
+		panic("budget: reserve size out of range")
+	}
+	return b.reserve(ctx, wire, size)
+}
+
+// reserve is Reserve of size bytes, or of the estimate for wire bytes if
+// size is negative.
+func (b *Budget) reserve(ctx context.Context, wire, size int64) (*Lease, error) {
 	checkWire(wire)
 	done := ctx.Done()
 
@@ -257,7 +313,10 @@ func (b *Budget) Reserve(ctx context.Context, wire int64) (*Lease, error) {
 		return nil, ctx.Err()
 	default:
 	}
-	n := reservation(wire, b.mult)
+	n := size
+	if n < 0 {
+		n = reservation(wire, b.mult)
+	}
 	stop := b.blockedLevelLocked(n)
 	b.grantBelowLocked(stop, n)
 	if stop == nil {
@@ -370,7 +429,7 @@ func (b *Budget) blockedLevelLocked(n int64) *Budget {
 		if l.idlePass && l != b && l.byOrigin[b] == 0 {
 			continue // see WithIdlePass
 		}
-		if l.queue.len > 0 {
+		if l.queue.len > 0 || l.growers.len > 0 {
 			return l
 		}
 		if ok, _ := l.fitsLocked(n); !ok {
@@ -446,7 +505,16 @@ func (b *Budget) notifyLocked() {
 // would fit: under steady load of small requests a large one would starve.
 // The caller holds the locks of b and of its ancestors.
 func (b *Budget) admitWaitersLocked() {
-	for w := b.queue.head; w != nil; w = b.queue.head {
+	// Growth first, in arrival order: those leases hold bytes already, and
+	// an older chunk must not wait for a younger one's reservation.
+	for w := b.growers.head; w != nil; w = b.growers.head {
+		if w.n > b.capacity-b.inUse {
+			break
+		}
+		b.growers.remove(w)
+		b.admitGrowLocked(w)
+	}
+	for w := b.queue.head; b.growers.len == 0 && w != nil; w = b.queue.head {
 		ok, oversize := b.fitsLocked(w.n)
 		if !ok {
 			break
@@ -481,6 +549,44 @@ func (b *Budget) admitLocked(w *waiter, oversize bool) {
 	b.parent.queue.pushBack(w)
 }
 
+// admitGrowLocked charges b the growth of waiter w, just removed from b's
+// growers, and moves it to its next level, or wakes it.
+func (b *Budget) admitGrowLocked(w *waiter) {
+	b.extendLocked(w.origin, w.n, false /* head */)
+	if b.parent == nil {
+		w.at = nil
+		close(w.ready)
+		return
+	}
+	w.at = b.parent
+	b.parent.growers.pushBack(w)
+}
+
+// promoteHeadLocked grants, past every cap, the parked Extend of b's head
+// of line, if it has one: the oldest lease never waits (see Extend). The
+// caller holds b's chain and runs notifyLocked afterwards.
+func (b *Budget) promoteHeadLocked() {
+	h := b.headLocked()
+	if h == nil || h.grower == nil || h.grower.at == nil {
+		return
+	}
+	w := h.grower
+	w.at.growers.remove(w)
+	for l := w.at; l != nil; l = l.parent {
+		l.extendLocked(b, w.n, true /* head */)
+	}
+	w.at = nil
+	close(w.ready)
+}
+
+// headLocked returns the oldest open lease made on b, or nil.
+func (b *Budget) headLocked() *Lease {
+	for b.headSeq < b.nextSeq && b.open[b.headSeq] == nil {
+		b.headSeq++ // closed: each number is passed once
+	}
+	return b.open[b.headSeq]
+}
+
 // noteWaitLocked records a finished wait on the budget the request was made
 // on. Only b.mu need be held.
 func (b *Budget) noteWaitLocked(start time.Time, cancelled bool) {
@@ -495,6 +601,12 @@ func (b *Budget) noteWaitLocked(start time.Time, cancelled bool) {
 // observeLocked folds one observed decoded/wire ratio into the multiplier.
 func (b *Budget) observeLocked(ratio float64) {
 	ratio = min(max(ratio, b.minMult), b.maxMult)
+	if b.firstRatio && !b.observed {
+		b.observed = true
+		b.mult = ratio
+		return
+	}
+	b.observed = true
 	// The explicit conversion forbids a fused multiply-add, so the result is
 	// bit-for-bit the same on every platform.
 	m := b.mult + float64(b.alpha*(ratio-b.mult))
@@ -504,7 +616,13 @@ func (b *Budget) observeLocked(ratio float64) {
 // newLeaseLocked returns a new lease of n bytes for wire bytes. A lease is
 // never reused: a closed one stays dead.
 func (b *Budget) newLeaseLocked(wire, n int64) *Lease {
-	return &Lease{b: b, wire: wire, size: n, held: n}
+	l := &Lease{b: b, wire: wire, size: n, held: n, seq: b.nextSeq, listed: true}
+	if b.open == nil {
+		b.open = map[uint64]*Lease{}
+	}
+	b.open[l.seq] = l
+	b.nextSeq++
+	return l
 }
 
 // Lease is the bytes one chunk holds in a Budget, from Reserve until Close.
@@ -524,6 +642,9 @@ type Lease struct {
 	closed    bool
 	bufs      [][]byte // pooled buffers handed out by Buffer; back to the pool at Close
 	atClose   []func() // AtClose's, run by Close before the bytes go back
+	grower    *waiter  // the Extend parked now, if any
+	seq       uint64   // the lease's number in b.open
+	listed    bool     // in b.open: open, or closing
 }
 
 // Commit replaces the lease's estimate by the measured decoded size actual
@@ -588,9 +709,18 @@ func (b *Budget) growLocked(origin *Budget, n int64) {
 	}
 }
 
-// Grow charges n more bytes to the lease at once, without blocking, as the
-// caller allocates them before Commit (a chunk decoded into new memory while
-// its fetched bytes are still held).
+// extendLocked is growLocked for an Extend; head says the lease is the head
+// of line.
+func (b *Budget) extendLocked(origin *Budget, n int64, head bool) {
+	b.growLocked(origin, n)
+	if b.onExtend != nil {
+		b.onExtend(b, n, head)
+	}
+}
+
+// Grow charges n more bytes to the lease at once, without blocking, for
+// bytes that exist already; memory about to be allocated takes Extend,
+// which waits for room.
 // Like a growing Commit it may leave the budget, or a parent, above its cap
 // (counted in Stats.Overcommits); the Commit that follows replaces the
 // whole charge by the measured size. It panics if n is negative or the lease
@@ -614,6 +744,103 @@ func (l *Lease) Grow(n int64) {
 		lv.growLocked(b, n)
 	}
 	b.unlock()
+}
+
+// Extend charges n more bytes to the lease before the caller allocates them
+// (a chunk's decode outgrowing its reservation), to b and all its parents.
+// It blocks while they are full, ahead of every Reserve and behind earlier
+// Extend calls, unless the lease is the oldest open lease of b (the head
+// of line): that one is charged at once, past the caps if need be (counted
+// in Stats.Overcommits), and a parked Extend is granted so as soon as its
+// lease becomes the oldest. So the chunk the pipeline needs first always
+// finishes and closes, and the budget cannot wedge: a younger lease waits
+// for room, an older one never does.
+//
+// On failure, returns ctx.Err() and leaves the lease and the budget as they
+// were. If ctx is already done, Extend fails even when the bytes are free.
+// It panics if n is negative or absurdly large, or the lease is committed or
+// closed. Close must not run while Extend waits.
+func (l *Lease) Extend(ctx context.Context, n int64) error {
+	if l == nil {
+		panic("budget: Extend on nil lease")
+	}
+	if n < 0 || n > maxBytes {
+		panic("budget: extend size out of range")
+	}
+	b := l.b
+	done := ctx.Done()
+	b.lock()
+	if l.closed || l.committed {
+		b.unlock()
+		panic("budget: Extend after Commit or Close")
+	}
+	select {
+	case <-done:
+		b.cancels++
+		b.unlock()
+		return ctx.Err()
+	default:
+	}
+	var stop *Budget
+	if b.headLocked() != l {
+		stop = b.blockedGrowLocked(n)
+	}
+	for lv := b; lv != stop; lv = lv.parent {
+		lv.extendLocked(b, n, stop == nil && b.headLocked() == l)
+	}
+	if stop == nil {
+		l.size += n
+		l.held += n
+		b.unlock()
+		return nil
+	}
+
+	// Levels below stop have charged n; it waits in stop's growers and
+	// moves up as each level grants it, like a Reserve.
+	ready := make(chan struct{})
+	w := &waiter{n: n, at: stop, origin: b, ready: ready}
+	stop.growers.pushBack(w)
+	l.grower = w
+	b.growWaits++
+	start := time.Now()
+	b.unlock()
+
+	select {
+	case <-done:
+		b.lock()
+		l.grower = nil
+		if w.at == nil {
+			// Granted in the race with the cancel: give it back.
+			b.giveBackLocked(nil, n)
+		} else {
+			w.at.growers.remove(w)
+			b.giveBackLocked(w.at, n)
+		}
+		b.noteWaitLocked(start, true /* cancelled */)
+		b.notifyLocked()
+		b.unlock()
+		return ctx.Err()
+	case <-ready:
+		b.mu.Lock()
+		l.grower = nil
+		l.size += n
+		l.held += n
+		b.noteWaitLocked(start, false /* cancelled */)
+		b.mu.Unlock()
+		return nil
+	}
+}
+
+// blockedGrowLocked returns the first of b and its ancestors at which an
+// Extend of n bytes must wait, or nil if every level has room now. Earlier
+// Extends parked at a level go first.
+func (b *Budget) blockedGrowLocked(n int64) *Budget {
+	for l := b; l != nil; l = l.parent {
+		if l.growers.len > 0 || n > l.capacity-l.inUse {
+			return l
+		}
+	}
+	return nil
 }
 
 // Release gives n of the lease's bytes back, as the consumer is done with
@@ -661,6 +888,8 @@ func (l *Lease) Close() {
 		l.closed = true
 		n, l.held = l.held, 0
 	}
+	listed := l.listed
+	l.listed = false
 	b.unlock()
 	for _, f := range atClose { // memory the reservation covers goes first too
 		f()
@@ -673,9 +902,19 @@ func (l *Lease) Close() {
 	for _, buf := range bufs {
 		b.pool.put(buf)
 	}
-	if n > 0 {
+	if n > 0 || listed {
+		// The lease leaves the line only now, with its bytes: a younger
+		// lease promoted to the head grows past the cap, and must not find
+		// these bytes still counted.
 		b.lock()
-		b.releaseLocked(n)
+		if listed {
+			delete(b.open, l.seq)
+		}
+		if n > 0 {
+			b.releaseLocked(n)
+		}
+		b.promoteHeadLocked()
+		b.notifyLocked()
 		b.unlock()
 	}
 }
@@ -741,14 +980,16 @@ type Stats struct {
 
 	Releases int64 // Release and Close calls that gave bytes back
 	Queued   int   // requests parked in this budget's queue now
+	Growing  int   // Extend calls parked at this budget now
 
 	Waits     int64         // Reserve calls that had to wait
-	Cancels   int64         // Reserve calls that returned ctx.Err()
-	TotalWait time.Duration // time spent waiting, summed over Reserve calls
+	GrowWaits int64         // Extend calls that had to wait
+	Cancels   int64         // Reserve and Extend calls that returned ctx.Err()
+	TotalWait time.Duration // time spent waiting, summed over Reserve and Extend calls
 	MaxWait   time.Duration // longest single wait
 
 	OversizeAdmits int64 // requests larger than Cap admitted alone
-	Overcommits    int64 // commits that left InUse above Cap
+	Overcommits    int64 // Commit, Grow and head-of-line Extend calls that left InUse above Cap
 
 	Multiplier float64 // current decoded/wire ratio estimate
 
@@ -773,6 +1014,8 @@ func (b *Budget) Stats() Stats {
 		Released:       b.released,
 		Releases:       b.releases,
 		Queued:         b.queue.len,
+		Growing:        b.growers.len,
+		GrowWaits:      b.growWaits,
 		Waits:          b.waits,
 		Cancels:        b.cancels,
 		TotalWait:      b.totalWait,
@@ -815,7 +1058,8 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%.1f%ciB", v, "KMGTPE"[i])
 }
 
-// waiter is a Reserve call parked in a queue.
+// waiter is a Reserve call parked in a queue, or an Extend call parked in
+// a level's growers.
 type waiter struct {
 	n int64
 	// at is the budget whose queue holds the waiter; nil once the root

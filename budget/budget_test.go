@@ -81,10 +81,16 @@ func (p *pending) mustGrant(t *testing.T) *Lease {
 // waitQueued waits until n requests are parked in b's queue.
 func waitQueued(t *testing.T, b *Budget, n int) {
 	t.Helper()
+	waitStat(t, b, "queued", func(s Stats) int { return s.Queued }, n)
+}
+
+// waitStat waits until stat of b's Stats is n.
+func waitStat(t *testing.T, b *Budget, name string, stat func(Stats) int, n int) {
+	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
-	for b.Stats().Queued != n {
+	for stat(b.Stats()) != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("queued = %d, want %d", b.Stats().Queued, n)
+			t.Fatalf("%s = %d, want %d", name, stat(b.Stats()), n)
 		}
 		time.Sleep(50 * time.Microsecond)
 	}

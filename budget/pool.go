@@ -31,6 +31,16 @@ func poolClass(n int) int {
 	return (n + step - 1) &^ (step - 1)
 }
 
+// PooledSize is the capacity of the buffer a budget's pool hands out for
+// n bytes (Lease.Buffer, Budget.Allocator): n rounded up to its class, or n
+// itself at or below PoolMin, where the pool does not serve.
+func PooledSize(n int) int {
+	if n <= PoolMin {
+		return n
+	}
+	return poolClass(n)
+}
+
 // pool is a budget's free lists of buffers by class. Its lock is its own:
 // buffers come and go on the scan's goroutines and DuckDB's threads without
 // taking the budget's lock.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,12 @@ import (
 	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
+
+// maxDecodedRatio bounds the decoded/wire ratio the budget learns: a
+// chunk compressed further than that still decodes inside the budget, its
+// growth waiting for room (budget.Lease.Extend), but reservations stop
+// following it.
+const maxDecodedRatio = 64
 
 // maxChunksInFlight bounds the chunks fetched or decoded at once, whatever
 // the budget allows: a goroutine each.
@@ -40,6 +45,11 @@ type Scan struct {
 	// projected: fetch only fields' buffers of IPC files.
 	projected bool
 	estimate  int64 // wire bytes of a chunk whose size is unknown
+	// probe, if not nil, is closed once the first chunk is decoded (or
+	// failed): until then no other chunk is reserved, as nothing is known
+	// of how far the chunks decompress.
+	probe     chan struct{}
+	probeOnce sync.Once
 	ready     *readyQueue
 	wg        sync.WaitGroup
 	unmaps    sync.WaitGroup // Batch.Close's unmapping of chunks closed so far
@@ -101,13 +111,19 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.limit = capacity
 	// A reservation is the chunk's length and nothing more until the budget
 	// has measured a decoded/wire ratio: an uncompressed chunk (the common
-	// case) decodes into the bytes it was fetched in.
-	opts := []budget.Option{budget.WithMultiplier(1)}
+	// case) decodes into the bytes it was fetched in. The first chunk's
+	// measured ratio then replaces that guess (compressed IPC decodes to
+	// many times its length), and ratios up to maxDecodedRatio are learned.
+	opts := []budget.Option{budget.WithMultiplier(1), budget.WithFirstRatio(),
+		budget.WithMultiplierBounds(budget.DefaultMinMultiplier, maxDecodedRatio)}
 	if p.cfg.Process.Memory != nil {
 		opts = append(opts, budget.WithParent(p.cfg.Process.Memory))
 	}
 	s.budget = budget.New(capacity, opts...)
 	s.ready = newReadyQueue(len(p.Chunks), p.cfg.Ordered)
+	if len(p.Chunks) > 1 && p.Chunks[0].DecodedBytes < 0 {
+		s.probe = make(chan struct{})
+	}
 	context.AfterFunc(s.ctx, s.ready.wake)
 
 	hold, err := openObject(p.home, &p.cfg)
@@ -225,14 +241,44 @@ func (s *Scan) planChunks() {
 		// its share (versitygw under a scan's own load, sum of one
 		// column of four: budget_peak 1.5-2.5x the cap).
 		project := s.chunkProjects(c)
-		lease, err := s.budget.Reserve(s.ctx, s.wireEstimate(c, project))
+		lease, err := s.reserve(c, project)
 		if err != nil {
 			<-s.slots
 			return // cancelled: Close or an earlier failure
 		}
-		s.trace.budget(s.budget)
 		s.wg.Add(1)
 		go s.runChunk(i, lease, project)
+		if i == 0 && s.probe != nil {
+			select {
+			case <-s.probe:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// reserve takes chunk c's reservation: its decoded size where the catalog
+// gives it, else its wire bytes times the ratio the budget learned.
+func (s *Scan) reserve(c *Chunk, project bool) (*budget.Lease, error) {
+	wire := s.wireEstimate(c, project)
+	if c.DecodedBytes < 0 {
+		return s.budget.Reserve(s.ctx, wire)
+	}
+	// The fetched bytes stay held beside the decoded ones; a projected
+	// read decodes the fields' share.
+	decoded := c.DecodedBytes
+	if whole := s.wireEstimate(c, false); wire < whole {
+		decoded = int64(float64(decoded) * float64(wire) / float64(whole))
+	}
+	return s.budget.ReserveSize(s.ctx, wire, min(wire+decoded, 1<<50))
+}
+
+// probed ends the probe of the first chunk: the other chunks may be
+// reserved.
+func (s *Scan) probed() {
+	if s.probe != nil {
+		s.probeOnce.Do(func() { close(s.probe) })
 	}
 }
 
@@ -243,17 +289,34 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	defer s.wg.Done()
 	defer func() { <-s.slots }()
 	defer s.guard()
+	if i == 0 {
+		defer s.probed()
+	}
+	// A panic (guard reports it) must not keep the chunk's bytes from the
+	// budget and its parent, the process limit, for good: until its
+	// batches are queued the lease is this goroutine's to give back.
+	var out []*Batch
+	queued := false
+	defer func() {
+		if !queued {
+			for _, b := range out {
+				b.Close()
+			}
+			lease.Abandon()
+		}
+	}()
 	c := &s.plan.Chunks[i]
 	// Buffers above budget.PoolMin, fetched or decoded, come from the
 	// budget's pool: memory earlier chunks already faulted in.
-	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease}
+	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease,
+		ctx: s.ctx, charged: lease.Held()}
 	if s.mappable {
 		mem.maps = &mapping{lease: lease}
 	}
 	batches, cols, retained, err := s.load(c, mem, project)
 	if err != nil {
-		// A failed fetch may still be writing into the lease's buffer.
-		lease.Abandon()
+		// A failed fetch may still be writing into the lease's buffer
+		// (the deferred Abandon).
 		if s.ctx.Err() == nil {
 			var ce *ChunkError
 			if !errors.As(err, &ce) {
@@ -266,7 +329,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	actual := mem.commit(retained)
 	s.trace.budget(s.budget)
 	s.chunks.Add(1)
-	out := make([]*Batch, 0, len(batches))
+	out = make([]*Batch, 0, len(batches))
 	cl := &chunkLease{lease: lease, open: len(batches)}
 	var rows int64
 	for _, b := range batches {
@@ -274,21 +337,25 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	}
 	// Bytes the batches reference zero-copy in the fetched buffer are freed
 	// only when the last batch of the chunk goes: they stay held until then
-	// (the chunk lease's Close). Only the decoded, separately allocated
-	// bytes are handed back per consumed vector.
-	perVector := actual - retained
-	left := perVector
+	// (the chunk lease's Close). The decoded, separately allocated bytes of
+	// a batch are freed when it closes, and go back then, not as its rows
+	// are consumed: until the batch closes its arrays are live.
+	decoded := actual - retained
+	left := decoded
 	for k, b := range batches {
 		share := left
 		if rows > 0 && k < len(batches)-1 {
-			share = int64(float64(perVector) * float64(b.NumRows()) / float64(rows))
+			share = int64(float64(decoded) * float64(b.NumRows()) / float64(rows))
 		}
 		left -= share
-		out = append(out, &Batch{Chunk: c, Record: b, cols: cols, share: share, cl: cl, scan: s, mapped: mem.maps.mapped(),
-			perRow: float64(share) / math.Max(1, float64(b.NumRows()))})
+		out = append(out, &Batch{Chunk: c, Record: b, cols: cols, share: share, cl: cl, scan: s, mapped: mem.maps.mapped()})
 		s.batches.Add(1)
 		s.rows.Add(b.NumRows())
 	}
+	if s.plan.cfg.DebugPanic == "chunk" {
+		panic("remote_segments: debug_panic at chunk")
+	}
+	queued = true
 	if len(batches) == 0 {
 		lease.Close()
 	}
@@ -300,6 +367,14 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 // the plan's schema), and the wire bytes the batches keep referencing
 // (zero-copy decode).
 func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool) (_ []arrow.RecordBatch, _ []int, _ int64, err error) {
+	defer func() {
+		r := recover()
+		if e, ok := r.(errDecodeCancelled); ok {
+			err = e.err
+		} else if r != nil {
+			panic(r)
+		}
+	}()
 	defer faultFails(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // the decode of a mapping
 	if ca, ok := mem.(*countingAllocator); ok {
@@ -321,13 +396,19 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	}
 	var lease *budget.Lease
 	var maps *mapping
-	if ca, ok := mem.(*countingAllocator); ok {
+	ca, _ := mem.(*countingAllocator)
+	if ca != nil {
 		lease, maps = ca.lease, ca.maps
 	}
 	var into []byte
+	covered := false // the fetched bytes are covered by the lease
 	if data == nil {
 		early := s.adoptEarly(c)
 		n := c.WireLength()
+		if n > 0 {
+			ca.fetching(int64(budget.PooledSize(int(n))))
+			covered = true
+		}
 		switch {
 		case early == nil && maps != nil:
 			// A mapping where the store maps (maps.request decides);
@@ -368,14 +449,17 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		}
 	}
 	s.wire.Add(int64(len(data)))
-	schema, batches, err := arrowipc.Decode(data, mem)
-	if err != nil {
-		return nil, nil, 0, err
-	}
 	// The batches, of a file or a stream, slice their buffers out of data.
 	retained := int64(len(data))
 	if len(data) > 0 && len(into) > 0 && &data[0] == &into[0] {
 		retained = int64(cap(into)) // the pooled buffer, rounded up to its class
+	}
+	if !covered {
+		ca.fetching(retained) // the first chunk's, or of a size not known before
+	}
+	schema, batches, err := arrowipc.Decode(data, mem)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	if s.plan.cfg.UnionByName {
 		out, err := conform(schema, batches, s.plan.Schema, mem)
@@ -419,10 +503,16 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	// and 22k for all four.
 	var alloc func(int) []byte
 	var maps *mapping
-	if ca, ok := mem.(*countingAllocator); ok && ca.lease != nil {
+	ca, _ := mem.(*countingAllocator)
+	if ca != nil && ca.lease != nil {
 		alloc, maps = ca.lease.Buffer, ca.maps
 	}
 	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
+		var n int64
+		for _, r := range rs {
+			n += int64(budget.PooledSize(int(r.Length)))
+		}
+		ca.fetching(n)
 		reqs := make([]iosched.Request, len(rs))
 		for i, r := range rs {
 			reqs[i] = iosched.Request{Store: st, Name: name, Offset: c.Offset + r.Offset, Length: r.Length,
@@ -615,8 +705,7 @@ type Batch struct {
 	Record arrow.RecordBatch
 	cols   []int // plan field → record column, -1 if not read; nil: the same index
 	pos    int64 // rows already taken
-	share  int64 // this batch's bytes of the chunk's lease not yet released
-	perRow float64
+	share  int64 // this batch's bytes of the chunk's lease, given back at Close
 	cl     *chunkLease
 	scan   *Scan
 	mapped bool // some buffers are a file's mapping (see mmap.go)
@@ -648,22 +737,10 @@ func (b *Batch) Take(max int64) (start, n int64) {
 	return start, n
 }
 
-// Consumed gives back to the budget the bytes of n rows the caller has
-// copied out (the copy is the consumption).
-func (b *Batch) Consumed(n int64) {
-	if b.cl == nil || n <= 0 {
-		return
-	}
-	r := min(b.share, int64(b.perRow*float64(n)))
-	if r <= 0 {
-		return
-	}
-	b.share -= r
-	b.cl.mu.Lock()
-	b.cl.lease.Release(r)
-	b.cl.mu.Unlock()
-	b.scan.trace.budget(b.scan.budget)
-}
+// Consumed tells the batch the caller has copied n rows out. It gives
+// nothing back to the budget: the batch's arrays stay allocated until
+// Close frees them, and the budget counts what is live.
+func (b *Batch) Consumed(n int64) {}
 
 // Close releases the batch's memory and what it still holds of the budget.
 // It is idempotent and safe on nil.
@@ -680,6 +757,7 @@ func (b *Batch) Close() {
 	if b.share > 0 {
 		b.cl.lease.Release(b.share)
 		b.share = 0
+		b.scan.trace.budget(b.scan.budget)
 	}
 	if b.cl.open--; b.cl.open == 0 {
 		if b.mapped {
@@ -702,44 +780,63 @@ func (b *Batch) Close() {
 
 // countingAllocator counts the bytes an allocator holds for one chunk. It
 // carries the chunk's lease (nil outside a scan), whose pooled buffers the
-// chunk's fetch fills, and, until the lease is committed, charges it each
-// allocation as it happens: a chunk being decoded holds its fetched bytes
-// and its decoded ones at once, and the budget shows both.
+// chunk's fetch fills, and, until the lease is committed, makes the lease
+// cover every allocation before it happens: a chunk being decoded holds its
+// fetched bytes and its decoded ones at once, and what the
+// reservation does not cover waits for room in the budget (Lease.Extend)
+// before it is allocated.
 type countingAllocator struct {
 	memory.Allocator
 	live  atomic.Int64
 	lease *budget.Lease
-	maps  *mapping // nil: the chunk is never mapped
+	ctx   context.Context // the scan's: a cancelled scan's decode stops (errDecodeCancelled)
+	maps  *mapping        // nil: the chunk is never mapped
 
-	mu        sync.Mutex // orders allocations' Grow before the Commit
+	mu        sync.Mutex // orders allocations' Extend before the Commit
 	committed bool
+	charged   int64 // the lease's size: its reservation and what Extend added
+	fetched   int64 // the chunk's fetched (or mapped) bytes covered so far
 }
+
+// errDecodeCancelled is the panic of an allocation whose room the scan
+// was cancelled while waiting for: arrow-go's decoders have no other way
+// out. Decode turns it into an error, and load into the scan's cause.
+type errDecodeCancelled struct{ err error }
 
 // The counts are of capacities: a pooled buffer is rounded up to its class,
 // and those are the bytes held.
 func (a *countingAllocator) Allocate(n int) []byte {
+	a.cover(int64(budget.PooledSize(n)))
 	b := a.Allocator.Allocate(n)
-	a.grew(int64(cap(b)))
+	a.live.Add(int64(cap(b)))
 	return b
 }
 
 func (a *countingAllocator) Reallocate(n int, b []byte) []byte {
 	was := cap(b)
+	a.cover(int64(budget.PooledSize(n) - was))
 	b = a.Allocator.Reallocate(n, b)
-	a.grew(int64(cap(b) - was))
+	a.live.Add(int64(cap(b) - was))
 	return b
 }
 
-func (a *countingAllocator) grew(n int64) {
-	a.live.Add(n)
+// cover makes the lease hold the chunk's bytes plus n more before they are
+// allocated, waiting for room as Extend does.
+func (a *countingAllocator) cover(n int64) {
 	if n <= 0 || a.lease == nil {
 		return
 	}
 	a.mu.Lock()
-	if !a.committed {
-		a.lease.Grow(n) // the Commit replaces the whole charge
+	defer a.mu.Unlock()
+	if a.committed {
+		return // the lease's size is final
 	}
-	a.mu.Unlock()
+	if need := a.fetched + a.live.Load() + n; need > a.charged {
+		if err := a.lease.Extend(a.ctx, need-a.charged); err != nil {
+			panic(errDecodeCancelled{err})
+		}
+		a.charged = need
+	}
 }
 
 // commit commits to the lease the bytes the allocator holds plus retained
@@ -752,6 +849,21 @@ func (a *countingAllocator) commit(retained int64) int64 {
 	actual := a.live.Load() + retained
 	a.lease.Commit(actual)
 	return actual
+}
+
+// fetching makes the lease cover n more fetched (or mapped) bytes of the
+// chunk before they are fetched (or, where the size was unknown, right
+// after), waiting for room as cover does: a projected read may fetch more
+// than its estimate (the footer, ranges a prediction missed), and must not
+// overrun the budget at Commit.
+func (a *countingAllocator) fetching(n int64) {
+	if a == nil || a.lease == nil || n <= 0 {
+		return
+	}
+	a.cover(n)
+	a.mu.Lock()
+	a.fetched += n
+	a.mu.Unlock()
 }
 
 func (a *countingAllocator) Free(b []byte) {

@@ -1,7 +1,9 @@
 // Command datagen writes a sample dataset of Arrow IPC chunks and its expected
 // aggregates (expected.csv) into a folder; with -types also a dataset with one
 // column per Arrow type and DuckDB's text of every value (types_expected.csv),
-// the bad inputs, and a few large IPC files (large/).
+// the bad inputs, a few large IPC files (large/) and eight ZSTD IPC files
+// that decode to ten times their size (compressed/); with -compressed N
+// only N ZSTD files that decode to about ten times their size.
 //
 //	go run ./test/cmd/datagen -out build/demo-data
 package main
@@ -10,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
@@ -21,7 +24,12 @@ func main() {
 	flag.IntVar(&spec.ChunksPerSegment, "chunks", spec.ChunksPerSegment, "chunks per segment")
 	flag.IntVar(&spec.RowsPerChunk, "rows", spec.RowsPerChunk, "rows in a segment's first chunk (each next one has 517 more)")
 	types := flag.Bool("types", false, "also write the types dataset (one column per Arrow type) and the bad inputs")
+	compressed := flag.Int("compressed", 0, "write only this many ZSTD IPC files that decode to about ten times their size (datagen.DefaultCompressed)")
 	flag.Parse()
+	if *compressed > 0 {
+		writeCompressed(*out, *compressed)
+		return
+	}
 	if err := os.RemoveAll(*out); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -62,5 +70,26 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote %d large IPC files to %s/large\n", datagen.LargeChunks, *out)
+		spec := datagen.Compressed{Chunks: 8, Rows: 60_000}
+		if _, _, err := datagen.WriteCompressed(filepath.Join(*out, "compressed"), spec); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote %d ZSTD IPC files of %d rows to %s/compressed\n", spec.Chunks, spec.Rows, *out)
 	}
+}
+
+func writeCompressed(out string, chunks int) {
+	spec := datagen.DefaultCompressed
+	spec.Chunks = chunks
+	if err := os.RemoveAll(out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	wire, decoded, err := datagen.WriteCompressed(out, spec)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "datagen:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("datagen: wrote %d compressed chunks of %d rows to %s (%d bytes, %d decoded)\n", chunks, spec.Rows, out, wire, decoded)
 }
