@@ -99,10 +99,15 @@ goleak.
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, o.f.store, o.f.name,
 			cell(o.f.injected), cell(res), o.took.Round(time.Millisecond), o.f.bound, o.retries, o.budget, o.fdDelta, o.tmp, o.next)
 	}
-	// The fuzzing section is `make fuzz`'s (test/cmd/fuzz): keep it.
+	// The truncation section is `make stress-truncate`'s
+	// (TestChangedDuringScan), the fuzzing section `make fuzz`'s
+	// (test/cmd/fuzz): keep them.
 	if old, err := os.ReadFile(path); err == nil {
-		if i := strings.Index(string(old), fuzzSectionMark); i >= 0 {
-			b.WriteString("\n" + string(old[i:]))
+		for _, mark := range []string{truncateSectionMark, fuzzSectionMark} {
+			if i := strings.Index(string(old), mark); i >= 0 {
+				b.WriteString("\n" + string(old[i:]))
+				break
+			}
 		}
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
