@@ -201,3 +201,14 @@ bench-quick: release tools
 	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT) -rows 1000000 -runs 3 -label quick -target bench-quick \
 		-report build/bench-quick/BENCHMARKS.md -svg build/bench-quick/peers_w1.svg \
 		-sections build/bench-quick/io.md,build/bench-quick/sweep.md
+
+# TestChangedDuringScan (test/faults/truncate_test.go) with every cell
+# (truncate or overwrite × codec × format × column kind × host) run
+# TRUNCATE_RUNS times: a table of the outcomes, written into the truncation
+# section of test/RELIABILITY.md; any crash fails. make test runs a sample.
+TRUNCATE_RUNS ?= 20
+.PHONY: stress-truncate
+stress-truncate: release duckdb $(GOHOST)
+	go test -count=1 -timeout 6h -v -run '^TestChangedDuringScan$$' ./test/faults \
+		-truncate.runs=$(TRUNCATE_RUNS) -truncate.report=$(CURDIR)/test/RELIABILITY.md 2>&1 | \
+		grep -v -e '^=== RUN' ; exit $${PIPESTATUS[0]}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -166,11 +168,19 @@ func isFault(v any) bool {
 // the user; ChunkError names the chunk.
 var errMappingChanged = fmt.Errorf("%w: the file changed or was truncated during the scan (reading its mapping faulted)", ErrBadChunk)
 
+// errMappingWritten is what a recovered runtime panic decoding a mapped
+// chunk means: its framing was checked before the decode, so its bytes
+// were written under it (or the chunk is corrupt past what the framing
+// checks).
+var errMappingWritten = fmt.Errorf("%w: the file changed or was truncated during the scan (its mapped bytes no longer decode)", ErrBadChunk)
+
 // mappedError is err, from reading a chunk some of whose bytes were
 // mapped (maps), in the words a user understands: a fault reading the
 // mapping, whether it reached us as a panic or as an error a library made
 // of one (arrow-go recovers its own panics), or a page that is gone now,
-// is errMappingChanged, never the runtime's "nil pointer dereference".
+// is errMappingChanged, never the runtime's "nil pointer dereference"; a
+// runtime panic a library recovered (offsets written over, out of range)
+// is errMappingWritten.
 func mappedError(err error, maps *mapping) error {
 	if err == nil || maps == nil || !maps.mapped() {
 		return err
@@ -178,6 +188,12 @@ func mappedError(err error, maps *mapping) error {
 	var fault interface{ Addr() uintptr }
 	if errors.As(err, &fault) || maps.truncated() {
 		return errMappingChanged
+	}
+	var rt runtime.Error
+	// arrow-go's stream reader flattens the panic it recovered into its
+	// message (%v): its words are all that is left of it.
+	if errors.As(err, &rt) || strings.Contains(err.Error(), "runtime error: ") {
+		return errMappingWritten
 	}
 	return err
 }

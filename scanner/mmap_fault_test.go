@@ -20,23 +20,29 @@ import (
 // having changed, never as the runtime's words.
 var sink byte
 
-func TestMappedFaultWording(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "chunk.arrow")
-	if err := os.WriteFile(path, make([]byte, 3<<20), 0o644); err != nil {
+// mappedFile maps a file of size zero bytes as a chunk's mapping (released with the test).
+func mappedFile(t *testing.T, size int) (path string, b []byte, m *mapping) {
+	path = filepath.Join(t.TempDir(), "chunk.arrow")
+	if err := os.WriteFile(path, make([]byte, size), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	st, name, err := store.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := st.(store.Mapper).MapRange(context.Background(), name, 0, -1)
+	b, err = st.(store.Mapper).MapRange(context.Background(), name, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &mapping{}
+	m = &mapping{}
 	m.used.Store(true)
 	m.live = [][]byte{b}
-	defer m.release()
+	t.Cleanup(m.release)
+	return path, b, m
+}
+
+func TestMappedFaultWording(t *testing.T) {
+	path, b, m := mappedFile(t, 3<<20)
 
 	other := errors.New("bad chunk: some other error")
 	if got := mappedError(other, m); got != other {
@@ -60,12 +66,41 @@ func TestMappedFaultWording(t *testing.T) {
 		}
 	}
 	// And as a panic, through faultFails.
-	err = func() (err error) {
+	err := func() (err error) {
 		defer faultFails(&err)
 		sink = b[2<<20]
 		return nil
 	}()
 	if err != errMappingChanged {
 		t.Errorf("faultFails: %v", err)
+	}
+}
+
+// Bytes written over a mapped chunk between the framing's check and
+// arrow-go's decode make arrow-go panic on its own offsets; it recovers
+// and returns the runtime's words ("runtime error: slice bounds out of
+// range"), flattened into its message or wrapped. Of a mapped chunk, that
+// reads as the file having changed too.
+func TestMappedOverwriteWording(t *testing.T) {
+	_, b, m := mappedFile(t, 2<<20)
+
+	var panicked error
+	func() {
+		defer func() { panicked = recover().(error) }()
+		i := len(b) + 1
+		sink = b[i:2][0]
+	}()
+	for _, err := range []error{
+		fmt.Errorf("arrow/ipc: unknown error while reading: %v", panicked), // flattened, as arrow-go's stream reader does
+		fmt.Errorf("arrow IPC decode: %w", panicked),
+	} {
+		got := mappedError(err, m)
+		if !errors.Is(got, ErrBadChunk) || !strings.Contains(got.Error(), "the file changed or was truncated during the scan") ||
+			strings.Contains(got.Error(), "runtime error") {
+			t.Errorf("mappedError(%v) = %v", err, got)
+		}
+		if got := mappedError(err, nil); got != err {
+			t.Errorf("not mapped: mappedError(%v) = %v, want the error as it was", err, got)
+		}
 	}
 }

@@ -34,6 +34,7 @@ type cli struct {
 	seq     int
 	tmp     string // the process's TMPDIR and working directory
 	hung    string // the statement that did not answer: the session is out of step
+	dead    bool   // the process died (reported by try): close does not report it again
 
 	mu         sync.Mutex
 	transcript strings.Builder // everything it printed, for the secrets check
@@ -55,7 +56,14 @@ const (
 // ext. The process ends with the test.
 func startCLI(t *testing.T, duckdb, ext string, env ...string) *cli {
 	t.Helper()
-	h := sqllogictest.CLIHost(duckdb)
+	return startHost(t, sqllogictest.CLIHost(duckdb), ext, env...)
+}
+
+// startHost starts h (the DuckDB CLI, or another host speaking its line
+// protocol, such as sqllogictest.GoHost) and loads ext. The process ends
+// with the test.
+func startHost(t *testing.T, h sqllogictest.Host, ext string, env ...string) *cli {
+	t.Helper()
 	var nonce [6]byte
 	_, _ = rand.Read(nonce[:])
 	c := &cli{t: t, out: make(chan string, 64), errs: make(chan string, 64),
@@ -77,7 +85,7 @@ func startCLI(t *testing.T, duckdb, ext string, env ...string) *cli {
 		t.Fatal(err)
 	}
 	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", duckdb, err)
+		t.Fatalf("start %s: %v", h.Path, err)
 	}
 	c.readers.Add(2)
 	go c.read(stdout, c.out)
@@ -120,14 +128,30 @@ func (c *cli) send(s string) {
 // answer within timeout.
 func (c *cli) exec(sql string, timeout time.Duration) result {
 	c.t.Helper()
+	r, err := c.try(sql, timeout)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r
+}
+
+// try runs one statement; an error says that the process died (its
+// output's tail included) or did not answer within timeout, and the
+// session is then unusable: its process group is killed.
+func (c *cli) try(sql string, timeout time.Duration) (result, error) {
 	if c.hung != "" {
-		c.t.Fatalf("duckdb: unusable since %q did not answer", c.hung)
+		return result{}, fmt.Errorf("duckdb: unusable since %q did not answer", c.hung)
+	}
+	if c.dead {
+		return result{}, fmt.Errorf("duckdb: dead")
 	}
 	c.seq++
 	marker := fmt.Sprintf("__faults_%s_%d__", c.nonce, c.seq)
 	start := time.Now()
-	c.send(strings.TrimRight(strings.TrimSpace(sql), ";") + "\n;\n.print " + marker +
-		"\n.output /dev/stderr\n.print " + marker + "\n.output")
+	if _, err := io.WriteString(c.stdin, strings.TrimRight(strings.TrimSpace(sql), ";")+"\n;\n.print "+marker+
+		"\n.output /dev/stderr\n.print "+marker+"\n.output\n"); err != nil {
+		return result{}, c.died(sql)
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var out, errText strings.Builder
@@ -136,7 +160,7 @@ func (c *cli) exec(sql string, timeout time.Duration) result {
 		select {
 		case line, ok := <-c.out:
 			if !ok {
-				c.t.Fatalf("duckdb died running %q:\n%s", sql, c.stderrTail())
+				return result{}, c.died(sql)
 			}
 			if strings.HasSuffix(strings.TrimSuffix(line, "\n"), marker) {
 				out.WriteString(strings.TrimSuffix(strings.TrimSuffix(line, "\n"), marker))
@@ -146,7 +170,7 @@ func (c *cli) exec(sql string, timeout time.Duration) result {
 			}
 		case line, ok := <-c.errs:
 			if !ok {
-				c.t.Fatalf("duckdb died running %q:\n%s", sql, c.stderrTail())
+				return result{}, c.died(sql)
 			}
 			if strings.HasSuffix(strings.TrimSuffix(line, "\n"), marker) {
 				errDone = true
@@ -154,8 +178,9 @@ func (c *cli) exec(sql string, timeout time.Duration) result {
 				errText.WriteString(line)
 			}
 		case <-timer.C:
-			c.hung = sql
-			c.t.Fatalf("duckdb: no answer to %q within %v (a hang)", sql, timeout)
+			c.hung, c.dead = sql, true
+			syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+			return result{}, fmt.Errorf("duckdb: no answer to %q within %v (a hang)", sql, timeout)
 		}
 	}
 	r := result{took: took}
@@ -169,7 +194,36 @@ func (c *cli) exec(sql string, timeout time.Duration) result {
 			r.err = e // the whole message, DuckDB's context lines included
 		}
 	}
-	return r
+	return r, nil
+}
+
+// died marks the session dead and says how the process ended running sql.
+func (c *cli) died(sql string) error {
+	c.dead = true
+	done := c.exited()
+	status := "did not exit"
+	select {
+	case err := <-done:
+		status = fmt.Sprint(err)
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return fmt.Errorf("duckdb died running %q (%s):\n%s", sql, status, c.stderrTail())
+}
+
+// exited drains the process's output and reports how it exited.
+func (c *cli) exited() <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for range c.out {
+		}
+	}()
+	go func() {
+		for range c.errs {
+		}
+	}()
+	go func() { c.readers.Wait(); done <- c.cmd.Wait() }()
+	return done
 }
 
 // value runs a query of one value.
@@ -222,16 +276,10 @@ func (c *cli) stderrTail() string {
 // 10 s. A signal at exit (a crash) fails the test.
 func (c *cli) close() {
 	c.stdin.Close()
-	done := make(chan error, 1)
-	go func() {
-		for range c.out {
-		}
-	}()
-	go func() {
-		for range c.errs {
-		}
-	}()
-	go func() { c.readers.Wait(); done <- c.cmd.Wait() }()
+	if c.dead {
+		return // reported by try
+	}
+	done := c.exited()
 	select {
 	case err := <-done:
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -99,10 +99,12 @@ goleak.
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, o.f.store, o.f.name,
 			cell(o.f.injected), cell(res), o.took.Round(time.Millisecond), o.f.bound, o.retries, o.budget, o.fdDelta, o.tmp, o.next)
 	}
-	// The hand-written threat model and the fuzzing section (`make
-	// fuzz`'s, test/cmd/fuzz) follow the table, in that order: keep them.
+	// The hand-written threat model, the truncation section (`make
+	// stress-truncate`'s, TestChangedDuringScan) and the fuzzing section
+	// (`make fuzz`'s, test/cmd/fuzz) follow the table, in that order: keep
+	// them.
 	if old, err := os.ReadFile(path); err == nil {
-		for _, mark := range []string{threatSectionMark, fuzzSectionMark} {
+		for _, mark := range []string{threatSectionMark, truncateSectionMark, fuzzSectionMark} {
 			if i := strings.Index(string(old), mark); i >= 0 {
 				b.WriteString("\n" + string(old[i:]))
 				break
@@ -115,7 +117,7 @@ goleak.
 }
 
 // threatSectionMark starts the hand-written threat model, which runs up to
-// the fuzzing section: the report keeps it as written.
+// the next section's mark: the report keeps it as written.
 const threatSectionMark = "<!-- threat model: written by hand; the fault matrix keeps it -->"
 
 // fuzzSectionMark starts the section test/cmd/fuzz writes at the end of the
