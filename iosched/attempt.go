@@ -86,7 +86,7 @@ func (s *Scheduler) run(id int, t *task) {
 	if impatient {
 		cost = 0
 	}
-	retry := !store.Permanent(err) && !errors.Is(err, ErrInvalid) && s.o.Retries > 0
+	retry := !store.Permanent(err) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) && s.o.Retries > 0
 	s.mu.Lock()
 	if throttled {
 		s.answerLocked(issued, time.Now(), true)
@@ -608,7 +608,7 @@ func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, in
 	defer body.Close()
 	var buf []byte
 	if length < 0 {
-		buf = make([]byte, 64<<10)
+		buf = make([]byte, min(64<<10, s.o.MaxReadToEnd+1))
 	} else {
 		buf = into()
 	}
@@ -618,7 +618,10 @@ func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, in
 			if length >= 0 {
 				return buf, headers, nil
 			}
-			buf = slices.Grow(buf, len(buf))[:2*len(buf)]
+			if int64(n) > s.o.MaxReadToEnd {
+				return buf[:n], headers, fmt.Errorf("%w: more than %d bytes, and no length was given for it (give the chunk's length in a catalog)", ErrTooLarge, s.o.MaxReadToEnd)
+			}
+			buf = slices.Grow(buf, len(buf))[:min(2*int64(len(buf)), s.o.MaxReadToEnd+1)]
 		}
 		m, err := body.Read(buf[n:])
 		n += m

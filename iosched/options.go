@@ -38,6 +38,9 @@ type Options struct {
 	// Parallelism is max_parallel_io: how many requests run at once (at most
 	// MaxParallelism).
 	Parallelism int
+	// MaxReadToEnd bounds a read to the end of an object; 0: the constant
+	// MaxReadToEnd.
+	MaxReadToEnd int64
 	// RequestSize is the largest GET; longer requests are split into
 	// parallel parts of at most this size.
 	RequestSize int64
@@ -91,6 +94,9 @@ func (o Options) withDefaults() Options {
 	if o.RequestSize <= 0 {
 		o.RequestSize = DefaultRequestSize
 	}
+	if o.MaxReadToEnd <= 0 {
+		o.MaxReadToEnd = MaxReadToEnd
+	}
 	if o.CoalesceGap == 0 {
 		o.CoalesceGap = DefaultCoalesceGap
 	}
@@ -129,6 +135,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// MaxReadToEnd bounds a read to the end of an object, whose length nobody
+// told (no catalog length, no listing size): its body grows a buffer as it
+// arrives, so an endless or huge body must stop somewhere absolute rather
+// than at the process's memory. A larger chunk needs its length in the
+// catalog, which reads it in ranges.
+const MaxReadToEnd = 4 << 30
+
 // Errors. ErrNotFound and ErrForbidden are the store's sentinels, so either
 // package's name works with errors.Is.
 var (
@@ -138,6 +151,9 @@ var (
 	ErrTimeout   = errors.New("timeout")                   // no first byte, or no byte for too long
 	ErrClosed    = errors.New("iosched: scheduler closed") // Submit after Close, or Close during a batch
 	ErrInvalid   = errors.New("invalid request")           // a negative offset
+	// ErrTooLarge: a read to the end of an object (its length unknown)
+	// went past MaxReadToEnd. Never retried.
+	ErrTooLarge = errors.New("object too large")
 	// ErrRetryBudget is wrapped beside the cause when a GET was not retried
 	// because the retry budget was empty: the store kept failing.
 	ErrRetryBudget = errors.New("retry budget exhausted")

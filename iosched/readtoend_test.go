@@ -1,0 +1,50 @@
+package iosched_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/store"
+)
+
+// A read to the end of an object whose body never ends stops at
+// Options.MaxReadToEnd with ErrTooLarge, once (never retried), instead of
+// growing its buffer until the process runs out of memory.
+func TestReadToEndIsBounded(t *testing.T) {
+	leakCheck(t)
+	const limit = 1 << 20
+	var gets, sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		chunk := make([]byte, 32<<10)
+		for r.Context().Err() == nil && sent.Load() < 64*limit { // endless, as far as the client can tell
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	st, name, err := store.Open(srv.URL+"/endless.arrow", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := newScheduler(t, iosched.Options{MaxReadToEnd: limit, Parallelism: 1})
+	_, err = s.Fetch(context.Background(), []iosched.Request{{Store: st, Name: name, Length: -1}})
+	if !errors.Is(err, iosched.ErrTooLarge) {
+		t.Fatalf("an endless body read to the end: %v, want ErrTooLarge", err)
+	}
+	if n := gets.Load(); n != 1 {
+		t.Errorf("%d GETs, want 1: a body too large is not retried", n)
+	}
+	if n := sent.Load(); n >= 16*limit {
+		t.Errorf("the server sent %d bytes before the client stopped, want about %d", n, limit)
+	}
+}
