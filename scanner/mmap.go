@@ -13,6 +13,7 @@ import (
 	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
 // Local files are mapped, not read: the scheduler's worker maps a chunk's
@@ -190,9 +191,9 @@ func mappedError(err error, maps *mapping) error {
 		return errMappingChanged
 	}
 	var rt runtime.Error
-	// arrow-go's stream reader flattens the panic it recovered into its
-	// message (%v): its words are all that is left of it.
-	if errors.As(err, &rt) || strings.Contains(err.Error(), "runtime error: ") {
+	// arrowipc names a panic arrow-go recovered ErrInconsistent; any other
+	// path's runtime panic counts the same.
+	if errors.Is(err, arrowipc.ErrInconsistent) || errors.As(err, &rt) || strings.Contains(err.Error(), "runtime error: ") {
 		return errMappingWritten
 	}
 	return err

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"strings"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,6 +39,46 @@ func repanicFault(r any) {
 	}
 }
 
+// ErrInconsistent is wrapped (beside ErrMalformed) by the error of a chunk
+// whose decode ran into a runtime panic, recovered by arrow-go or by
+// Decode: its metadata passed the framing checks, but its buffers do not
+// fit what the metadata says (a truncated or corrupt chunk, or one written
+// while it was read). The runtime's own words ("slice bounds out of range")
+// say nothing to a user, so they are kept only in the chain (Unwrap).
+var ErrInconsistent = errors.New("its buffers do not fit its metadata")
+
+// libraryError is err, returned by arrow-go while reading what (a file, a
+// batch of it, a stream), as a chunk error: ErrMalformed, and
+// ErrInconsistent instead of the runtime's words when err is a panic that
+// arrow-go recovered (it flattens it into its message with %v).
+func libraryError(what string, err error) error {
+	var rt runtime.Error
+	if errors.As(err, &rt) || strings.Contains(err.Error(), "runtime error: ") {
+		return &inconsistentError{what: what, err: err}
+	}
+	return fmt.Errorf("%w: %s: %w", ErrMalformed, what, err)
+}
+
+// recoveredError is the chunk error for r, a panic recovered while reading
+// what (not a fault on a mapping: repanicFault first).
+func recoveredError(what string, r any) error {
+	if e, ok := r.(error); ok {
+		return libraryError(what, e)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrMalformed, what, r)
+}
+
+type inconsistentError struct {
+	what string
+	err  error
+}
+
+func (e *inconsistentError) Error() string {
+	return fmt.Sprintf("%v: %s: %v", ErrMalformed, e.what, ErrInconsistent)
+}
+
+func (e *inconsistentError) Unwrap() []error { return []error{ErrMalformed, ErrInconsistent, e.err} }
+
 // fileMagic starts (and ends) an Arrow IPC file; a stream has no magic.
 var fileMagic = []byte("ARROW1")
 
@@ -52,7 +94,7 @@ func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []
 			for _, b := range batches {
 				b.Release()
 			}
-			schema, batches, err = nil, nil, fmt.Errorf("%w: arrow IPC decode: %v", ErrMalformed, r)
+			schema, batches, err = nil, nil, recoveredError("arrow IPC decode", r)
 		}
 		if err != nil {
 			guard.freeLeft() // what arrow-go dropped on its way to the error
@@ -152,7 +194,7 @@ func openIPCFile(data []byte, mem memory.Allocator, swap bool) (*ipc.FileReader,
 func decodeIPCFile(data []byte, mem memory.Allocator, swap bool, rows []int64) (*arrow.Schema, []arrow.RecordBatch, error) {
 	r, err := openIPCFile(data, mem, swap)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: arrow IPC file: %w", ErrMalformed, err)
+		return nil, nil, libraryError("arrow IPC file", err)
 	}
 	defer r.Close()
 	if err := CheckSupported(r.Schema()); err != nil {
@@ -168,7 +210,7 @@ func decodeIPCFile(data []byte, mem memory.Allocator, swap bool, rows []int64) (
 			for _, b := range out {
 				b.Release()
 			}
-			return nil, nil, fmt.Errorf("%w: arrow IPC file, batch %d: %w", ErrMalformed, i, err)
+			return nil, nil, libraryError(fmt.Sprintf("arrow IPC file, batch %d", i), err)
 		}
 		out = append(out, b)
 	}
@@ -178,7 +220,7 @@ func decodeIPCFile(data []byte, mem memory.Allocator, swap bool, rows []int64) (
 func decodeIPCStream(data []byte, mem memory.Allocator, swap bool) (*arrow.Schema, []arrow.RecordBatch, error) {
 	r, err := ipc.NewReaderFromMessageReader(&memMessages{data: data, skipEmpty: swap}, ipc.WithAllocator(mem), ipc.WithEnsureNativeEndian(swap))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: not an Arrow IPC file or stream: %w", ErrMalformed, err)
+		return nil, nil, libraryError("not an Arrow IPC file or stream", err)
 	}
 	defer r.Release()
 	if err := CheckSupported(r.Schema()); err != nil {
@@ -194,7 +236,7 @@ func decodeIPCStream(data []byte, mem memory.Allocator, swap bool) (*arrow.Schem
 		for _, b := range out {
 			b.Release()
 		}
-		return nil, nil, fmt.Errorf("%w: arrow IPC stream: %w", ErrMalformed, err)
+		return nil, nil, libraryError("arrow IPC stream", err)
 	}
 	return r.Schema(), out, nil
 }

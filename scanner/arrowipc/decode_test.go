@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -110,5 +111,29 @@ func TestDecodeStreamZeroCopy(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("sum(x) %d, want %d", got, want)
+	}
+}
+
+// A runtime panic arrow-go recovers while decoding (buffers that do not fit
+// what the metadata says) is a chunk error in a user's words, with the
+// runtime's own only in the chain.
+func TestLibraryPanicWording(t *testing.T) {
+	var rt error
+	func() {
+		defer func() { rt = recover().(error) }()
+		var b []byte
+		i := 3
+		_ = b[i]
+	}()
+	for _, err := range []error{
+		libraryError("arrow IPC stream", fmt.Errorf("arrow/ipc: unknown error while reading: %v", rt)), // flattened, as arrow-go does
+		recoveredError("arrow IPC decode", rt),
+	} {
+		if !errors.Is(err, ErrMalformed) || !errors.Is(err, ErrInconsistent) || strings.Contains(err.Error(), "runtime error") {
+			t.Errorf("%v: want ErrMalformed and ErrInconsistent, without the runtime's words", err)
+		}
+	}
+	if err := libraryError("arrow IPC file", errors.New("arrow/ipc: not a file")); errors.Is(err, ErrInconsistent) || !errors.Is(err, ErrMalformed) {
+		t.Errorf("an ordinary arrow-go error: %v", err)
 	}
 }

@@ -208,7 +208,8 @@ func footerSchema(footer []byte) (s *arrow.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			repanicFault(r)
-			s, err = nil, fmt.Errorf("schema: %v", r)
+			s, err = nil, errors.New("schema: arrow-go cannot read it") // not the runtime's words
+
 		}
 	}()
 	tail := make([]byte, 0, len(footer)+TrailerLen)

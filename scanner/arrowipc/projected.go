@@ -140,7 +140,7 @@ func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at
 	defer func() {
 		if r := recover(); r != nil {
 			repanicFault(r)
-			arr, err = nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, r)
+			arr, err = nil, recoveredError(fmt.Sprintf("column %q", f.Name), r)
 		}
 	}()
 	c := &ipcCursor{rb: rb, node: l.node0, buf: l.buf0, vari: l.variadic0}
