@@ -199,6 +199,37 @@ func mappedError(err error, maps *mapping) error {
 	return err
 }
 
+// resizedError is err, a chunk error of c, in the words of a file that
+// changed: when c is a local file whose size is no longer the one the scan
+// was told (a listing's size, or a catalog range now past the end), a read
+// of it may have met the new end anywhere, and the decode's complaint about
+// the bytes it got is a consequence, not the chunk's content. Only local
+// files are asked (a stat); an error that is not ErrBadChunk is left alone.
+func resizedError(err error, c *Chunk) error {
+	if err == nil || !errors.Is(err, ErrBadChunk) || (c.Size < 0 && c.Length < 0) {
+		return err
+	}
+	if i := strings.Index(c.URL, "://"); i >= 0 && !strings.HasPrefix(c.URL, "file://") {
+		return err
+	}
+	name, nerr := store.Name(c.URL)
+	if nerr != nil {
+		return err
+	}
+	info, serr := os.Stat(name)
+	if serr != nil {
+		return fmt.Errorf("%w: the file changed during the scan: %v", ErrBadChunk, serr)
+	}
+	now := info.Size()
+	switch {
+	case c.Size >= 0 && now != c.Size:
+		return fmt.Errorf("%w: the file changed or was truncated during the scan (%d bytes, %d when the scan began)", ErrBadChunk, now, c.Size)
+	case c.Size < 0 && now < c.Offset+c.Length:
+		return fmt.Errorf("%w: the file changed or was truncated during the scan (%d bytes, shorter than the chunk's range)", ErrBadChunk, now)
+	}
+	return err
+}
+
 // mapped reports whether any of the chunk's bytes are a mapping.
 func (m *mapping) mapped() bool { return m != nil && m.used.Load() }
 

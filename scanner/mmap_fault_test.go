@@ -104,3 +104,39 @@ func TestMappedOverwriteWording(t *testing.T) {
 		}
 	}
 }
+
+// A chunk error of a local file whose size is no longer what the scan was
+// told (truncated while it was read, mapped or not) reads as the file having
+// changed; an unchanged file's error, another error, or a remote chunk's is
+// left as it was.
+func TestResizedFileWording(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chunk.arrow")
+	if err := os.WriteFile(path, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := fmt.Errorf("%w: arrow IPC stream: no more bytes", ErrBadChunk)
+	listed := &Chunk{URL: path, Size: 1000, Length: -1}
+	ranged := &Chunk{URL: "file://" + path, Size: -1, Offset: 100, Length: 900}
+	for _, c := range []*Chunk{listed, ranged} {
+		if got := resizedError(bad, c); got != bad {
+			t.Errorf("%s unchanged: %v, want the error as it was", c.URL, got)
+		}
+	}
+	if err := os.Truncate(path, 500); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Chunk{listed, ranged} {
+		got := resizedError(bad, c)
+		if !errors.Is(got, ErrBadChunk) || !strings.Contains(got.Error(), "the file changed or was truncated during the scan") {
+			t.Errorf("%s truncated: %v", c.URL, got)
+		}
+	}
+	other := errors.New("iosched: scheduler closed")
+	if got := resizedError(other, listed); got != other {
+		t.Errorf("not a chunk error: %v", got)
+	}
+	remote := &Chunk{URL: "https://h/x.arrow", Size: 1000, Length: -1}
+	if got := resizedError(bad, remote); got != bad {
+		t.Errorf("a remote chunk: %v, want the error as it was", got)
+	}
+}

@@ -375,6 +375,7 @@ func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool) (_ []arrow.Rec
 			panic(r)
 		}
 	}()
+	defer func() { err = resizedError(err, c) }()
 	defer faultFails(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // the decode of a mapping
 	if ca, ok := mem.(*countingAllocator); ok {
