@@ -1,4 +1,4 @@
-package catalog
+package parquet
 
 import (
 	"encoding/binary"
