@@ -12,37 +12,16 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet/parquettest"
 )
 
-// allNullTable is n rows of a url and catalog columns that are all NULL.
-func allNullTable(n int) arrow.RecordBatch {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "url", Type: arrow.BinaryTypes.String},
-		{Name: "segment_id", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "length", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "num_rows", Type: arrow.PrimitiveTypes.Uint32, Nullable: true},
-		{Name: "nothing", Type: arrow.Null, Nullable: true},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for i := 0; i < n; i++ {
-		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("c%d.arrow", i))
-		for f := 1; f < len(schema.Fields()); f++ {
-			b.Field(f).AppendNull()
-		}
-	}
-	return b.NewRecordBatch()
-}
-
 func TestParquetEmpty(t *testing.T) {
-	empty, full := arrowTable(0), arrowTable(20)
+	empty, full := parquettest.ArrowTable(0), parquettest.ArrowTable(20)
 	defer empty.Release()
 	defer full.Release()
-	nulls0, nulls5 := allNullTable(0), allNullTable(5)
+	nulls0, nulls5 := parquettest.AllNullTable(0), parquettest.AllNullTable(5)
 	defer nulls0.Release()
 	defer nulls5.Release()
 	for _, tt := range []struct {
@@ -65,7 +44,7 @@ func TestParquetEmpty(t *testing.T) {
 		{"arrow-go all nulls, 0 rows", []arrow.RecordBatch{nulls0}, nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			data := writeArrowBatches(t, tt.recs, tt.opts...)
+			data := parquettest.WriteArrowBatches(t, tt.recs, tt.opts...)
 			if rows := checkOracle(t, data); len(rows) != tt.rows {
 				t.Fatalf("%d rows, want %d", len(rows), tt.rows)
 			}
@@ -97,7 +76,7 @@ func TestParquetEmptyDuckDB(t *testing.T) {
 		for _, codec := range []string{"uncompressed", "zstd"} {
 			t.Run(tt.name+" "+codec, func(t *testing.T) {
 				path := filepath.Join(dir, strings.ReplaceAll(tt.name+"-"+codec, " ", "_")+".parquet")
-				duckdb(t, fmt.Sprintf("COPY (%s) TO '%s' (FORMAT parquet, COMPRESSION %s)", tt.sql, path, codec))
+				parquettest.DuckDB(t, fmt.Sprintf("COPY (%s) TO '%s' (FORMAT parquet, COMPRESSION %s)", tt.sql, path, codec))
 				data, err := os.ReadFile(path)
 				if err != nil {
 					t.Fatal(err)

@@ -5,9 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet/parquettest"
 )
 
 func TestParseCatalog(t *testing.T) {
@@ -85,28 +83,8 @@ func TestParseCatalog(t *testing.T) {
 	}
 }
 
-// parquetCatalog writes a Parquet catalog with integer columns of several
-// widths, as DuckDB's COPY would.
-func parquetCatalog(t testing.TB) []byte {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "url", Type: arrow.BinaryTypes.String},
-		{Name: "segment_id", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-		{Name: "length", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
-		{Name: "num_rows", Type: arrow.PrimitiveTypes.Int16, Nullable: true},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	b.Field(0).(*array.StringBuilder).AppendValues([]string{"a.arrow", "sub/b.arrow"}, nil)
-	b.Field(1).(*array.Int32Builder).AppendValues([]int32{1, 2}, nil)
-	b.Field(2).(*array.Uint64Builder).AppendValues([]uint64{10, 0}, []bool{true, false})
-	b.Field(3).(*array.Int16Builder).AppendValues([]int16{3, 4}, nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	return writeArrow(t, rec)
-}
-
 func TestParseCatalogParquet(t *testing.T) {
-	got, err := Parse(parquetCatalog(t), Parquet, "file:///ds/cat.parquet")
+	got, err := Parse(parquettest.CatalogFile(t), Parquet, "file:///ds/cat.parquet")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +104,7 @@ func FuzzParseCatalog(f *testing.F) {
 	f.Add([]byte("url,segment_id,offset,length\na.arrow,1,0,10\n"), uint8(CSV))
 	f.Add([]byte(`[{"url":"a.arrow","num_rows":3,"chunk_id":7}]`), uint8(JSON))
 	f.Add([]byte("{\"url\":\"s3://b/a\"}\n{\"url\":\"b\"}\n"), uint8(JSON))
-	f.Add(parquetCatalog(f), uint8(Parquet))
+	f.Add(parquettest.CatalogFile(f), uint8(Parquet))
 	f.Fuzz(func(t *testing.T, data []byte, format uint8) {
 		chunks, err := Parse(data, Format(format%3+1), "/base/catalog")
 		if err != nil {

@@ -1,7 +1,8 @@
 package catalog
 
 // The absolute bounds on everything a source brings in from outside: the
-// catalog file's bytes, its rows, a CSV line, JSON nesting, Thrift lengths.
+// catalog file's bytes, its rows, a CSV line, JSON nesting. (Thrift
+// lengths: internal/parquet.)
 
 import (
 	"context"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet/parquettest"
 )
 
 // resolveWith resolves src through a registry of its own, closed after.
@@ -104,13 +106,13 @@ func TestCatalogMaxBytes(t *testing.T) {
 func TestCatalogMaxChunks(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	dir := t.TempDir()
-	rec := allNullTable(4)
+	rec := parquettest.AllNullTable(4)
 	defer rec.Release()
 	files := map[string][]byte{
 		"cat.csv":     []byte("url\na.arrow\nb.arrow\nc.arrow\nd.arrow\n"),
 		"cat.json":    []byte(`[{"url":"a.arrow"},{"url":"b.arrow"},{"url":"c.arrow"},{"url":"d.arrow"}]`),
 		"cat.jsonl":   []byte("{\"url\":\"a.arrow\"}\n{\"url\":\"b.arrow\"}\n{\"url\":\"c.arrow\"}\n{\"url\":\"d.arrow\"}\n"),
-		"cat.parquet": writeArrow(t, rec),
+		"cat.parquet": parquettest.WriteArrow(t, rec),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
@@ -176,40 +178,6 @@ func TestCatalogDeepJSON(t *testing.T) {
 	deep := `[{"url": "/a", "extra": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "}]"
 	if _, err := Parse([]byte(deep), JSON, "/c.json"); err == nil || !strings.Contains(err.Error(), "bad catalog: JSON") {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-// TestThriftHugeLengths: a list or binary that claims 2^31 elements or
-// bytes fails before anything of that size is allocated.
-func TestThriftHugeLengths(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		b    []byte
-		want string
-	}{
-		// Field 2 (schema), a list (0x29) whose header 0xfc has size 15
-		// (the count follows as a varint) and elements of type struct.
-		{"list", []byte{0x29, 0xfc, 0x80, 0x80, 0x80, 0x80, 0x08, 0x00}, "list of 2147483648 elements"},
-		// A list of one struct (0x1c), whose field 4 (name) is a binary
-		// (0x48) of 2^31 bytes.
-		{"binary", []byte{0x29, 0x1c, 0x48, 0x80, 0x80, 0x80, 0x80, 0x08, 0x00}, "binary of 2147483648 bytes"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			footer := tt.b
-			data := append([]byte(parquetMagic), footer...)
-			data = append(data, byte(len(footer)), 0, 0, 0)
-			data = append(data, parquetMagic...)
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			_, err := readFooter(data)
-			runtime.ReadMemStats(&after)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want %q", err, tt.want)
-			}
-			if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
-				t.Fatalf("allocated %d bytes", got)
-			}
-		})
 	}
 }
 

@@ -2,9 +2,9 @@
 # Writes the DuckDB-made seeds of FuzzParquetCatalog: small Parquet files in
 # the shapes a catalog has (strings, integers of each width, doubles, NULLs,
 # several row groups), PARQUET_VERSION V1 and V2 (data page V2, DELTA and
-# BYTE_STREAM_SPLIT encodings), one per codec. Run from scanner/catalog.
+# BYTE_STREAM_SPLIT encodings), one per codec. Run from scanner/catalog/internal/parquet.
 set -euo pipefail
-cli=${DUCKDB:-../../.tools/bin/duckdb}
+cli=${DUCKDB:-../../../../.tools/bin/duckdb}
 out=testdata/fuzz/FuzzParquetCatalog
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -1,4 +1,4 @@
-package catalog
+package parquet
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 )
 
 // The Thrift compact protocol, as Parquet uses it for its footer and page
-// headers: just enough to read the structures parquet.go needs and to skip
+// headers: just enough to read the structures metadata.go needs and to skip
 // every other field. Every length is checked against the bytes left, so a
 // malformed input is an error, never a large allocation.
 
