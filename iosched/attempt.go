@@ -89,10 +89,9 @@ func (s *Scheduler) run(id int, t *task) {
 	// judges the throttling random (see congestion.random): a throttled GET
 	// then waits at most half the first retry's back-off (jittered from 0)
 	// however often it was throttled, since waiting does not make a random
-	// refusal less likely, only the scan's tail longer (three 503s in a row
-	// on one of 2,000 small GETs added ~0.5 s to a 1.2 s scan; in the fault
-	// mix of issue 8 a 503 in the last wave of GETs is the usual end of the
-	// scan). Throttling that follows our load cuts the limit within a round
+	// refusal less likely, only the scan's tail longer (a scan of many small
+	// GETs ends with its last wave, where one GET's back-off is the whole
+	// tail: see BENCHMARKS.md, "Figures behind the code"). Throttling that follows our load cuts the limit within a round
 	// or two, and then back-off grows as usual.
 	random := throttled && s.cc.random()
 	if cost > 0 && !throttled {

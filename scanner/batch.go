@@ -69,9 +69,9 @@ func (b *Batch) Close() {
 	if b.cl.open--; b.cl.open == 0 {
 		if b.mapped {
 			// munmap tears down the chunk's page tables and waits for the
-			// other CPUs to flush their TLBs: 8 % of a local scan's wall
-			// time on the consumer's thread (1.02 GiB in 31 MB chunks,
-			// 0.36 s against 0.33 s without unmapping). Off it, then; the
+			// other CPUs to flush their TLBs, a visible share of a local
+			// scan's wall time when it runs on the consumer's thread (see
+			// BENCHMARKS.md, "Figures behind the code"). Off it, then; the
 			// bytes go back to the budget once the pages are gone.
 			b.scan.unmaps.Add(1)
 			go func(l *budget.Lease) {

@@ -158,10 +158,9 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 // shouldProject reports whether reading only fields' buffers can save
 // anything: the fields are fewer bytes than the whole body. Whether it pays
 // for a chunk is the cost model's call (projectionSavesTime): the bytes
-// saved against two more round trips. A fixed share of the body (half,
-// once) made a local scan of x, i and d, two thirds of the bytes, read the
-// strings too: 1.10 GB instead of 0.83, 0.19-0.25 s against 0.18-0.23 s
-// after (three alternating rounds).
+// saved against two more round trips. A fixed share of the body as the
+// threshold was wrong both ways: a projection of most of a chunk's bytes
+// read the rest too (see BENCHMARKS.md, "Figures behind the code").
 func (p *Plan) shouldProject(fields []int) bool {
 	if p.colBytes == nil || p.cfg.UnionByName || p.bodyLen <= 0 || len(fields) == len(p.colBytes) {
 		return false
