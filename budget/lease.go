@@ -152,9 +152,9 @@ func (l *Lease) Close() {
 	}
 	// The buffers go back to the pool before the bytes go back to the
 	// budget: a waiter the release admits may ask the pool at once, and
-	// must find them, not fault in a fresh buffer beside them (31 MB chunks
-	// under a 64 MiB cap: a third buffer, +30 MiB of peak RSS, in 1 of 5
-	// scans once GOMAXPROCS left a P free for the waiter to run at once).
+	// must find them, not fault in a fresh buffer beside them (a third
+	// buffer beside the two a cap of two chunks holds, when the waiter runs
+	// at once on a free P).
 	for _, buf := range bufs {
 		b.pool.put(buf)
 	}
