@@ -32,6 +32,11 @@
 
 // Package budget provides a FIFO byte semaphore that bounds the decoded bytes
 // a scan holds, from before each fetch until the consumer has used them.
+//
+// It owns the memory books (admission, leases, the decoded/wire estimate and
+// the buffer pool) and nothing else: it must not import the rest of the
+// module (iosched, scanner, cabi) or anything DuckDB, only the standard
+// library.
 package budget
 
 import (
