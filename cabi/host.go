@@ -148,12 +148,9 @@ func loadableHost() (h *Host) {
 // until its monitor thread takes the P back (after 20 µs, or up to 10 ms
 // when the monitor has found nothing to do for a while). With one P per
 // CPU, DuckDB's threads hold them all, and the IO workers and decoders
-// they just woke wait for the monitor: on 2 CPUs, 1.02 GiB of local files
-// (sums of every column), DuckDB's two threads found nothing ready for
-// 148-174 ms of a scan at GOMAXPROCS=2 and 20-22 ms at 4, and the scan's
-// median over 19 queries in one CLI was 0.40 and 0.44 s at 2, 0.39 s at 4
-// (the same extension, GOMAXPROCS set in the environment; two runs each).
-// 3, 6 and 8 were as fast as 4.
+// they just woke wait for the monitor, while DuckDB's threads find nothing
+// ready. Twice the CPUs leaves a P free for them; more buys nothing (see
+// BENCHMARKS.md, "Figures behind the code").
 //
 // A Go program that hosts DuckDB (the database/sql host) keeps its own
 // GOMAXPROCS: its runtime is the program's.

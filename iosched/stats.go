@@ -206,9 +206,8 @@ func (c *latencyClass) p95() time.Duration {
 // current floorEpoch and the one before it: the store's round trip without
 // the queueing the scans' own requests add, as a TCP sender takes the
 // smallest RTT for the path's. Latency rises with the load, Floor does not:
-// versitygw on the same 2 cores answers bind's GETs in under 1 ms and,
-// under a scan's 64, in 47 ms (the EMA), and more requests in flight there
-// only queue longer.
+// a server short of CPU answers a lone GET at once and a scan's many
+// slowly, and more requests in flight there only queue longer.
 type Model struct {
 	Latency   time.Duration // time to the answer's headers (an EMA)
 	Floor     time.Duration // the store's round trip (before any GET: Latency's prior)

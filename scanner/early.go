@@ -10,10 +10,9 @@ import (
 // Early fetches: while bind reads the first chunk for its schema, the next
 // chunks that a scan would read whole are requested too, so that the
 // scan's first wave leaves with bind's request instead of one round trip
-// after it. Behind 30 ms of latency that round trip was most of what a
-// scan of a thousand 127 KiB objects lost against a plain loop of GETs
-// (W2 of BENCHMARKS.md at max_parallel_io 64: 0.88-0.91x, bind's serial
-// GET being ~31 ms of a ~580 ms window).
+// after it. Behind a store's latency that round trip is most of what a
+// scan of many small objects loses against a plain loop of GETs (see
+// BENCHMARKS.md, "Figures behind the code").
 //
 // They are bounded so that a plan that is never started (DESCRIBE, a
 // prepared statement) costs little: at most max_parallel_io - 1 chunks,

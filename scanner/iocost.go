@@ -13,9 +13,8 @@ package scanner
 //
 // Not at the time to headers under the scan's load (Model.Latency): where
 // that is queueing at a store short of CPU, reading whole chunks to save
-// round trips only queues more bytes (versitygw on the same 2 cores, one
-// column of four: 17 of 35 chunks read whole, 693 MB in 0.56-0.81 s and
-// 183 MiB of peak RSS; all projected, 312 MB in 0.53-0.63 s and 134 MiB).
+// round trips only queues more bytes, no faster and with more memory (see
+// BENCHMARKS.md, "Figures behind the code").
 
 import (
 	"github.com/remote-segments/remote_segments/iosched"

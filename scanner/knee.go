@@ -17,9 +17,8 @@ import (
 // request_size in flight (Start passes 0 where the store has no latency
 // for them to hide). From there the cap grows only where that
 // is measured to pay (kneeProbe): a bigger budget is otherwise only memory
-// the pool must fault in instead of reusing (measured on local files and
-// versitygw: 128 MiB, 512 MiB and 1 GiB budgets were slower than the
-// knee, see test/bench/scan).
+// the pool must fault in instead of reusing (the budget sweep, W4 of
+// BENCHMARKS.md).
 func knee(largest int64, parallelism int, requestSize, floor int64) int64 {
 	if floor <= 0 {
 		floor = budget.DefaultMin
@@ -44,9 +43,8 @@ const kneeGain = 1.10
 
 // kneeVerdicts is how many windows in a row after a raise must each be
 // kneeGain faster than the window before it for the raise to stay: one
-// window of 100 ms on 2 shared cores passes by chance often enough to
-// keep useless raises (local files: 3 of 4 scans kept a raise that bought
-// nothing and cost 30 MiB of RSS).
+// short window on shared cores passes by chance often enough to keep
+// raises that buy nothing and cost memory.
 const kneeVerdicts = 2
 
 // kneeMinLatency is the store's round trip (iosched.Model.Floor, the
@@ -54,12 +52,11 @@ const kneeVerdicts = 2
 // no requests in flight and the probe never raises the cap: more chunks in
 // flight hide round trips, and below a few milliseconds there are none to
 // hide (local files, a server on the same machine), while each trial costs
-// a largest chunk of freshly faulted memory (local files, 1.02 GiB in 31
-// MB chunks: peak RSS 152 MiB with a trial that was undone, 123 MiB at the
-// knee). Not the average time to headers: versitygw on the same 2 cores
-// answers a lone GET in under 1 ms and, under a scan's 64, in 47 ms (an
-// EMA); more requests in flight only queue longer there (W4 on S3: raises
-// bought nothing and cost 30-90 MiB of RSS).
+// a largest chunk of freshly faulted memory, kept as peak RSS even when the
+// trial is undone. Not the average time to headers: a server short of CPU
+// answers slowly under a scan's load only because requests queue, and more
+// requests in flight only queue longer there (see BENCHMARKS.md, "Figures
+// behind the code").
 const kneeMinLatency = 5 * time.Millisecond
 
 // kneeProbe grows a scan's cap from the knee while that is measured to

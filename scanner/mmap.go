@@ -20,9 +20,9 @@ import (
 // range and faults its pages in (iosched.Request.Map), and the batches
 // reference the page cache's own pages until the chunk's lease closes,
 // which unmaps them. DuckDB's copy is then the only one: a read copies each
-// byte from the page cache into a buffer and DuckDB's copy reads it back
-// (1.02 GiB, sums of 4 columns, 2 cores, alternating runs: 0.76-0.78 CPU s
-// per GiB read, 0.71-0.72 mapped; 0.49-0.55x a native table, 0.57-0.59x).
+// byte from the page cache into a buffer and DuckDB's copy reads it back,
+// one copy more per byte than a mapping (see BENCHMARKS.md, "Figures behind
+// the code").
 //
 // A mapping is not private: another process may write or truncate the file
 // under the scan. So

@@ -1,0 +1,203 @@
+package iosched
+
+// Reading a task's bytes: a mapping when the store maps and the span asked
+// for one, else one GET through getRange into the span's buffer.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/remote-segments/remote_segments/iosched/store"
+)
+
+// mapRange answers t, a whole span that asked for a mapping, with one from
+// a store that maps (a local file): no copy, and the pages are faulted in
+// here, in the IO worker. It reports false when the store does not map or
+// the mapping failed: the caller then reads the range (whose error, if the
+// range is bad, is the one to report).
+//
+// Whether a span is mapped or read is decided once, by its first attempt,
+// under the span's alloc: the same Once that buffer uses to choose the
+// memory a read goes into. A span that fell back to reading has its bytes,
+// or some of them, in that memory, and its retries read on into it: it is
+// never mapped later, and a mapping never stands beside a buffer already
+// chosen.
+func (s *Scheduler) mapRange(id int, t *task) bool {
+	sp := t.sp
+	mp, ok := sp.st.(store.Mapper)
+	if !ok {
+		return false
+	}
+	mapped := false
+	sp.alloc.Do(func() {
+		start := time.Now()
+		m, err := mp.MapRange(t.b.ctx, sp.name, t.off, t.length)
+		if err != nil {
+			if sp.length >= 0 {
+				sp.buf = s.readBuffer(t)
+			}
+			return
+		}
+		s.issued.Add(1)
+		t.b.issued.Add(1)
+		sp.mapTo(m) // the caller's from now on
+		sp.buf = m[:len(m):len(m)]
+		s.account(id, t, "MAP", t.off, t.length, start, int64(len(m)), nil)
+		mapped = true
+	})
+	if !mapped {
+		return false
+	}
+	t.buf = sp.buf
+	t.done = int64(len(sp.buf))
+	return true
+}
+
+// buffer returns t's slice of its span's buffer, chosen once per span (see
+// readBuffer and mapRange). It is called once the response headers are in,
+// so that clearing megabytes overlaps with the body's arrival instead of
+// delaying the request; and it is not called under b.mu, which would
+// serialize the workers.
+func (s *Scheduler) buffer(t *task) []byte {
+	if t.buf == nil {
+		sp := t.sp
+		sp.alloc.Do(func() { sp.buf = s.readBuffer(t) })
+		t.buf = sp.buf[t.partAt : t.partAt+t.length]
+	}
+	return t.buf
+}
+
+// readBuffer makes the buffer t's span is read into: the request's own
+// Buffer when the span is that one request and the Buffer is long enough,
+// else one from the first request's Alloc or a new one. Call it only in
+// the span's alloc.
+func (s *Scheduler) readBuffer(t *task) []byte {
+	sp := t.sp
+	if len(sp.members) == 1 {
+		if into := t.b.reqs[sp.members[0].index].Buffer; int64(len(into)) >= sp.length {
+			return into[:sp.length:sp.length]
+		}
+	}
+	if alloc := t.b.reqs[sp.members[0].index].Alloc; alloc != nil {
+		return alloc(int(sp.length))[:sp.length:sp.length]
+	}
+	return make([]byte, sp.length)
+}
+
+// getRange is the one read path: it makes one GET of length bytes of t's
+// object at off (length < 0: to the end of the object) under a watchdog,
+// and reports it to the stats and the tracer as name ("GET" or "hedge").
+// A known length is read into into(), called once the store has answered
+// (so that clearing a large buffer overlaps the body's arrival); a body
+// that ends early is ErrShortBody. To the end, the bytes go into a buffer
+// that grows. It returns the bytes read, also on failure (a retry resumes
+// after them). The attempt is canceled with ErrTimeout when no first byte
+// arrives within FirstByteTimeout or no further byte within IdleTimeout;
+// hs, if not nil, hears of every byte (the hedge's watch).
+func (s *Scheduler) getRange(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task, name string, off, length int64, into func() []byte, hs *hedge) ([]byte, error) {
+	start := time.Now()
+	s.issued.Add(1)
+	t.b.issued.Add(1)
+	var sawByte atomic.Bool
+	watchdog := time.AfterFunc(s.o.FirstByteTimeout, func() {
+		if sawByte.Load() {
+			cancel(fmt.Errorf("%w: no byte for %v", ErrTimeout, s.o.IdleTimeout))
+		} else {
+			cancel(fmt.Errorf("%w: no first byte within %v", ErrTimeout, s.o.FirstByteTimeout))
+		}
+	})
+	defer watchdog.Stop()
+	data, headers, err := s.readBody(ctx, t, off, length, into, func(m int) {
+		if m > 0 {
+			if !sawByte.Swap(true) {
+				s.lat.addFirstByte(time.Since(start))
+			}
+			watchdog.Reset(s.o.IdleTimeout)
+			if hs != nil {
+				hs.progress(m)
+			}
+		}
+	})
+	if err != nil {
+		err = s.cause(ctx, err)
+	} else if len(data) > 0 {
+		s.model.add(headers, time.Since(start), int64(len(data)))
+	}
+	s.account(id, t, name, off, length, start, int64(len(data)), err)
+	return data, err
+}
+
+// readBody sends the GET and reads its body as getRange describes, calling
+// progress with each read's byte count; it returns the bytes read and how
+// long the store took to answer.
+func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, into func() []byte, progress func(int)) ([]byte, time.Duration, error) {
+	start := time.Now()
+	body, err := t.sp.st.GetRange(ctx, t.sp.name, off, length)
+	if err != nil {
+		return nil, 0, err
+	}
+	headers := time.Since(start)
+	defer body.Close()
+	var buf []byte
+	if length < 0 {
+		buf = make([]byte, min(64<<10, s.o.MaxReadToEnd+1))
+	} else {
+		buf = into()
+	}
+	n := 0
+	for {
+		if n == len(buf) {
+			if length >= 0 {
+				return buf, headers, nil
+			}
+			if int64(n) > s.o.MaxReadToEnd {
+				return buf[:n], headers, fmt.Errorf("%w: more than %d bytes, and no length was given for it (give the chunk's length in a catalog)", ErrTooLarge, s.o.MaxReadToEnd)
+			}
+			buf = slices.Grow(buf, len(buf))[:min(2*int64(len(buf)), s.o.MaxReadToEnd+1)]
+		}
+		m, err := body.Read(buf[n:])
+		n += m
+		progress(m)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return buf[:n], headers, err
+		}
+	}
+	if length >= 0 && n < len(buf) {
+		return buf[:n], headers, fmt.Errorf("%w: got %d of %d bytes", ErrShortBody, n, len(buf))
+	}
+	return buf[:n], headers, nil
+}
+
+func (s *Scheduler) account(id int, t *task, name string, off, length int64, start time.Time, n int64, err error) {
+	d := time.Since(start)
+	s.bytes.Add(n)
+	t.b.bytes.Add(n)
+	if err == nil {
+		if length > 0 {
+			s.lat.add(length, d)
+		}
+		s.mu.Lock()
+		s.latency.add(d)
+		s.mu.Unlock()
+	}
+	if tr := s.o.Tracer; tr != nil {
+		tr.TraceRequest(Event{Name: name, URL: t.sp.st.URL(t.sp.name), Offset: off, Length: length,
+			Query: t.prio.Query, Worker: id, Start: start, Dur: d, Bytes: n, Err: err})
+	}
+}
+
+// cause replaces a context error caused by a timeout by the timeout.
+func (s *Scheduler) cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && errors.Is(c, ErrTimeout) {
+		return c
+	}
+	return err
+}
