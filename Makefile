@@ -200,7 +200,7 @@ bench-quick: release tools
 		-w2-svg build/bench-quick/w2_peers.svg -w3-svg build/bench-quick/w3_peers.svg
 	$(PEERS_BIN) -duckdb $(DUCKDB) -ext $(EXT) -rows 1000000 -runs 3 -label quick -target bench-quick \
 		-report build/bench-quick/BENCHMARKS.md -svg build/bench-quick/peers_w1.svg \
-		-sections build/bench-quick/io.md,build/bench-quick/sweep.md
+		-sections build/bench-quick/io.md,build/bench-quick/sweep.md,test/bench/figures.md
 
 # TestChangedDuringScan (test/faults/truncate_test.go) with every cell
 # (truncate or overwrite × codec × format × column kind × host) run
