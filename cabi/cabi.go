@@ -35,6 +35,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+	"github.com/remote-segments/remote_segments/internal/policy"
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
@@ -170,8 +171,8 @@ func rsAddNamedParameters(f C.uintptr_t) {
 			reportPanic("rsAddNamedParameters", r)
 		}
 	}()
-	for _, p := range namedParameters {
-		withCString(p.name, func(cs *C.char) { C.rs_add_named_parameter(f, cs, p.duckType) })
+	for _, p := range policy.Parameters() {
+		withCString(p.Name, func(cs *C.char) { C.rs_add_named_parameter(f, cs, duckType(p.Kind)) })
 	}
 }
 
@@ -193,7 +194,7 @@ func bind(info C.duckdb_bind_info) error {
 		return err
 	}
 	statement := host.statement(info)
-	cfg.Keep = shard.keep()
+	cfg.Keep = shard.Keep()
 	plan, err := scanner.Bind(statement(), cfg)
 	if err != nil {
 		return err
@@ -235,25 +236,25 @@ func bind(info C.duckdb_bind_info) error {
 // bindConfig reads what every function over a source reads at bind: the
 // host it was registered with, the process's sandbox, the source argument,
 // the named parameters and the shard.
-func bindConfig(info C.duckdb_bind_info) (*Host, scanner.Config, shardSpec, error) {
+func bindConfig(info C.duckdb_bind_info) (*Host, scanner.Config, policy.Shard, error) {
 	host := hostOf(info)
 	if host.loadErr != nil {
-		return nil, scanner.Config{}, shardSpec{}, host.loadErr
+		return nil, scanner.Config{}, policy.Shard{}, host.loadErr
 	}
 	sandbox, err := bindSandboxes(info)
 	if err != nil {
-		return nil, scanner.Config{}, shardSpec{}, err
+		return nil, scanner.Config{}, policy.Shard{}, err
 	}
-	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process, Owner: host.owner, Admit: sandbox.sources()}
+	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process, Owner: host.owner, Admit: sandbox.Sources()}
 	if err := readSource(info, &cfg); err != nil {
-		return nil, cfg, shardSpec{}, err
+		return nil, cfg, policy.Shard{}, err
 	}
 	chosen, err := readNamedParameters(info, host, &cfg)
 	if err != nil {
-		return nil, cfg, shardSpec{}, err
+		return nil, cfg, policy.Shard{}, err
 	}
-	if err := sandbox.confine(&cfg, chosen); err != nil {
-		return nil, cfg, shardSpec{}, err
+	if err := sandbox.Confine(&cfg, chosen); err != nil {
+		return nil, cfg, policy.Shard{}, err
 	}
 	shard, err := readShard(info)
 	return host, cfg, shard, err
