@@ -111,8 +111,12 @@ func Register(con unsafe.Pointer, h Host) error {
 	return nil
 }
 
-//export rsLoadableHost
-func rsLoadableHost() C.uintptr_t {
+// rsHostForDatabase is the Host of one database that loads the v1.2.0 file
+// (loadableHost), as a cgo.Handle the entry point owns until it hands it
+// to a registered function.
+//
+//export rsHostForDatabase
+func rsHostForDatabase() C.uintptr_t {
 	return C.uintptr_t(cgo.NewHandle(loadableHost()))
 }
 

@@ -27,10 +27,13 @@ func rsV2Bind(info C.duckdb_bind_info) {
 	rsBind(info)
 }
 
-// rsV2LoadableHost is rsLoadableHost with the 2.0 edition's settings.
+// rsV2HostForDatabase is the Host of one database that loads the 2.0
+// edition's file: rsHostForDatabase's, which also reads the
+// remote_segments_<name> settings. The entry point owns the handle it
+// returns until it hands it to a registered function.
 //
-//export rsV2LoadableHost
-func rsV2LoadableHost() C.uintptr_t {
+//export rsV2HostForDatabase
+func rsV2HostForDatabase() C.uintptr_t {
 	h := loadableHost()
 	h.settings = readV2Setting
 	return C.uintptr_t(cgo.NewHandle(h))

@@ -193,7 +193,7 @@ DUCKDB_CAPI_ENTRY_VISIBILITY void remote_segments_init_c_api_v2(struct duckdb_v2
 		return;
 	}
 	rs_v2_use_duckdb_settings();
-	uintptr_t host = rsV2LoadableHost();
+	uintptr_t host = rsV2HostForDatabase();
 	// Each function owns a handle of its own to the one Go Host.
 	uintptr_t stats_host = rsShareHandle(host);
 	uintptr_t chunks_host = rsShareHandle(host);
