@@ -9,6 +9,13 @@
 // function recovers panics and reports them through the matching
 // duckdb_*_set_error call, so a bug surfaces as a query error, never as a
 // crash of the host.
+//
+// cabi owns the C boundary only: the C files (entry, registration and
+// values, copy kernels, the SIGBUS guard, DuckDB's settings, the 2.0 shims
+// behind the duckdb_v2 tag) and the Go trampolines they call. The rules it
+// applies to a query (the sandbox, the parameter table, the shard spec) are
+// internal/policy's, which must never import cabi; nothing but a host
+// (extension, sql, test hosts) may import cabi.
 package cabi
 
 /*
@@ -507,10 +514,18 @@ func (t *threadState) fault(f *C.rs_fault) error {
 			value = fmt.Sprintf("the value %d", int64(f.value))
 		}
 		return fmt.Errorf("%w: column %q (Arrow %s): %s does not fit DuckDB's %s", ErrOutOfRange, col.name, arrowType, value, logicalName(col.typ))
-	case C.RS_GUARD_NO_MEMORY:
-		return fmt.Errorf("remote_segments: column %q: no memory to copy a value of %d bytes", col.name, int64(f.value))
 	}
-	return fmt.Errorf("remote_segments: column %q: the copy stopped (guard verdict %d)", col.name, int(f.why))
+	return stoppedCopy(col.name, f.why == C.RS_GUARD_NO_MEMORY, int(f.why), int64(f.value))
+}
+
+// stoppedCopy is the error of a copy of column that stopped for want of
+// memory (a value of size bytes) or another guard verdict why. The caller
+// wraps it in a scanner.ChunkError, which carries the package prefix.
+func stoppedCopy(column string, noMemory bool, why int, size int64) error {
+	if noMemory {
+		return fmt.Errorf("column %q: no memory to copy a value of %d bytes", column, size)
+	}
+	return fmt.Errorf("column %q: the copy stopped (guard verdict %d)", column, why)
 }
 
 // installGuard installs guard.c's SIGBUS handler, once: before the first
