@@ -44,7 +44,7 @@ type Host struct {
 	// that cancelling the statement stops the scan's requests at once.
 	Statements Statements
 	// settings, when set, reads the host's remote_segments_<name> settings
-	// (the DuckDB 2.0 edition; parameter_settings.go).
+	// (the DuckDB 2.0 edition; parameter_settings.go, internal/policy).
 	settings settingReader
 	// progress records the scans' delivered fractions for
 	// remote_segments_stats() (progress.go).

@@ -4,7 +4,7 @@
 // its callbacks (trampolines into the core) and the registration of its
 // functions. The V1 shims the core calls are in v2_shims.c and v2_values.c.
 //
-// The core (rs.c's registration helpers and copy kernels, and the Go bind,
+// The core (rs.c's registration helpers, copy.c's kernels, and the Go bind,
 // init and fill) calls DuckDB through the C extension API v1.2.0 function
 // table. This edition fills that table with shims over the V2 C API (the
 // names and the handles differ: duckdb_v2_*, an error slot per call), so the

@@ -23,7 +23,9 @@ import (
 const AllowedPrefixesEnv = "REMOTE_SEGMENTS_ALLOWED_PREFIXES"
 
 // ErrNotAllowed is wrapped by the error of a scan that opens a source the
-// process's sandbox does not admit.
+// process's sandbox does not admit. Its text is DuckDB's own error class
+// for a refused file ("Permission Error: cannot access ..."), capitalised as
+// DuckDB prints it, so a refusal by either sandbox reads alike to a user.
 var ErrNotAllowed = errors.New("Permission Error")
 
 // allowList is a parsed list of allowed prefixes; nil admits everything.
