@@ -9,6 +9,13 @@
 // function recovers panics and reports them through the matching
 // duckdb_*_set_error call, so a bug surfaces as a query error, never as a
 // crash of the host.
+//
+// cabi owns the C boundary only: the C files (entry, registration and
+// values, copy kernels, the SIGBUS guard, DuckDB's settings, the 2.0 shims
+// behind the duckdb_v2 tag) and the Go trampolines they call. The rules it
+// applies to a query (the sandbox, the parameter table, the shard spec) are
+// internal/policy's, which must never import cabi; nothing but a host
+// (extension, sql, test hosts) may import cabi.
 package cabi
 
 /*
@@ -35,6 +42,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+	"github.com/remote-segments/remote_segments/internal/policy"
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
@@ -170,8 +178,8 @@ func rsAddNamedParameters(f C.uintptr_t) {
 			reportPanic("rsAddNamedParameters", r)
 		}
 	}()
-	for _, p := range namedParameters {
-		withCString(p.name, func(cs *C.char) { C.rs_add_named_parameter(f, cs, p.duckType) })
+	for _, p := range policy.Parameters() {
+		withCString(p.Name, func(cs *C.char) { C.rs_add_named_parameter(f, cs, duckType(p.Kind)) })
 	}
 }
 
@@ -193,7 +201,7 @@ func bind(info C.duckdb_bind_info) error {
 		return err
 	}
 	statement := host.statement(info)
-	cfg.Keep = shard.keep()
+	cfg.Keep = shard.Keep()
 	plan, err := scanner.Bind(statement(), cfg)
 	if err != nil {
 		return err
@@ -235,25 +243,25 @@ func bind(info C.duckdb_bind_info) error {
 // bindConfig reads what every function over a source reads at bind: the
 // host it was registered with, the process's sandbox, the source argument,
 // the named parameters and the shard.
-func bindConfig(info C.duckdb_bind_info) (*Host, scanner.Config, shardSpec, error) {
+func bindConfig(info C.duckdb_bind_info) (*Host, scanner.Config, policy.Shard, error) {
 	host := hostOf(info)
 	if host.loadErr != nil {
-		return nil, scanner.Config{}, shardSpec{}, host.loadErr
+		return nil, scanner.Config{}, policy.Shard{}, host.loadErr
 	}
 	sandbox, err := bindSandboxes(info)
 	if err != nil {
-		return nil, scanner.Config{}, shardSpec{}, err
+		return nil, scanner.Config{}, policy.Shard{}, err
 	}
-	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process, Owner: host.owner, Admit: sandbox.sources()}
+	cfg := scanner.Config{Allocator: mallocator.NewMallocator(), Process: host.Process, Owner: host.owner, Admit: sandbox.Sources()}
 	if err := readSource(info, &cfg); err != nil {
-		return nil, cfg, shardSpec{}, err
+		return nil, cfg, policy.Shard{}, err
 	}
 	chosen, err := readNamedParameters(info, host, &cfg)
 	if err != nil {
-		return nil, cfg, shardSpec{}, err
+		return nil, cfg, policy.Shard{}, err
 	}
-	if err := sandbox.confine(&cfg, chosen); err != nil {
-		return nil, cfg, shardSpec{}, err
+	if err := sandbox.Confine(&cfg, chosen); err != nil {
+		return nil, cfg, policy.Shard{}, err
 	}
 	shard, err := readShard(info)
 	return host, cfg, shard, err
@@ -506,10 +514,18 @@ func (t *threadState) fault(f *C.rs_fault) error {
 			value = fmt.Sprintf("the value %d", int64(f.value))
 		}
 		return fmt.Errorf("%w: column %q (Arrow %s): %s does not fit DuckDB's %s", ErrOutOfRange, col.name, arrowType, value, logicalName(col.typ))
-	case C.RS_GUARD_NO_MEMORY:
-		return fmt.Errorf("remote_segments: column %q: no memory to copy a value of %d bytes", col.name, int64(f.value))
 	}
-	return fmt.Errorf("remote_segments: column %q: the copy stopped (guard verdict %d)", col.name, int(f.why))
+	return stoppedCopy(col.name, f.why == C.RS_GUARD_NO_MEMORY, int(f.why), int64(f.value))
+}
+
+// stoppedCopy is the error of a copy of column that stopped for want of
+// memory (a value of size bytes) or another guard verdict why. The caller
+// wraps it in a scanner.ChunkError, which carries the package prefix.
+func stoppedCopy(column string, noMemory bool, why int, size int64) error {
+	if noMemory {
+		return fmt.Errorf("column %q: no memory to copy a value of %d bytes", column, size)
+	}
+	return fmt.Errorf("column %q: the copy stopped (guard verdict %d)", column, why)
 }
 
 // installGuard installs guard.c's SIGBUS handler, once: before the first

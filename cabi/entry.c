@@ -21,7 +21,7 @@ DUCKDB_CAPI_ENTRY_VISIBILITY DUCKDB_EXTENSION_API bool remote_segments_init_c_ap
 			return false;
 		}
 	}
-	uintptr_t host = rsLoadableHost();
+	uintptr_t host = rsHostForDatabase();
 	duckdb_database *db = access->get_database(info);
 	duckdb_connection con;
 	if (duckdb_connect(*db, &con) == DuckDBError) {

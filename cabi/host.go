@@ -44,7 +44,7 @@ type Host struct {
 	// that cancelling the statement stops the scan's requests at once.
 	Statements Statements
 	// settings, when set, reads the host's remote_segments_<name> settings
-	// (the DuckDB 2.0 edition; parameter_settings.go).
+	// (the DuckDB 2.0 edition; parameter_settings.go, internal/policy).
 	settings settingReader
 	// progress records the scans' delivered fractions for
 	// remote_segments_stats() (progress.go).
@@ -111,8 +111,12 @@ func Register(con unsafe.Pointer, h Host) error {
 	return nil
 }
 
-//export rsLoadableHost
-func rsLoadableHost() C.uintptr_t {
+// rsHostForDatabase is the Host of one database that loads the v1.2.0 file
+// (loadableHost), as a cgo.Handle the entry point owns until it hands it
+// to a registered function.
+//
+//export rsHostForDatabase
+func rsHostForDatabase() C.uintptr_t {
 	return C.uintptr_t(cgo.NewHandle(loadableHost()))
 }
 

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/remote-segments/remote_segments/internal/policy"
 )
 
 // ErrNoSettingsAPI means a host offered no usable functions to read DuckDB
@@ -49,24 +51,24 @@ func engineHasSettings(version string) bool {
 
 // bindSandbox reads DuckDB's sandbox settings in the client context of a
 // bind. ok is false when the engine cannot tell (DuckDB 1.4: no API v1.5.6).
-func bindSandbox(info C.duckdb_bind_info) (s duckdbSandbox, ok bool, err error) {
+func bindSandbox(info C.duckdb_bind_info) (s policy.DuckDBAccess, ok bool, err error) {
 	if !bool(C.rs_settings_ready()) {
 		return s, false, nil
 	}
 	ext := bindSetting(info, "enable_external_access")
 	if ext == nil {
 		// The API is there, so the setting must be: fail closed.
-		return s, false, fmt.Errorf("remote_segments: %w: cannot read DuckDB's setting enable_external_access", ErrNotAllowed)
+		return s, false, fmt.Errorf("remote_segments: %w: cannot read DuckDB's setting enable_external_access", policy.ErrNotAllowed)
 	}
-	s.external = bool(C.rs_settings_value_bool(ext))
+	s.ExternalAccess = bool(C.rs_settings_value_bool(ext))
 	C.rs_value_destroy(ext)
-	if s.external {
+	if s.ExternalAccess {
 		return s, true, nil
 	}
-	if s.dirs, err = bindStringList(info, "allowed_directories"); err != nil {
+	if s.AllowedDirectories, err = bindStringList(info, "allowed_directories"); err != nil {
 		return s, false, err
 	}
-	if s.paths, err = bindStringList(info, "allowed_paths"); err != nil {
+	if s.AllowedPaths, err = bindStringList(info, "allowed_paths"); err != nil {
 		return s, false, err
 	}
 	return s, true, nil
@@ -91,7 +93,7 @@ func bindStringList(info C.duckdb_bind_info, name string) ([]string, error) {
 	}
 	defer C.rs_value_destroy(v)
 	if t := C.rs_value_type(v); t != C.DUCKDB_TYPE_LIST {
-		return nil, fmt.Errorf("remote_segments: %w: DuckDB's setting %s is a %s, not a VARCHAR[]", ErrNotAllowed, name, typeName(t))
+		return nil, fmt.Errorf("remote_segments: %w: DuckDB's setting %s is a %s, not a VARCHAR[]", policy.ErrNotAllowed, name, typeName(t))
 	}
 	n := int(C.rs_value_list_size(v))
 	out := make([]string, 0, n)
@@ -106,17 +108,13 @@ func bindStringList(info C.duckdb_bind_info, name string) ([]string, error) {
 }
 
 // bindSandboxes reads both for a bind.
-func bindSandboxes(info C.duckdb_bind_info) (sandboxes, error) {
-	env, err := processAllowList()
-	if err != nil {
-		return sandboxes{}, err
-	}
+func bindSandboxes(info C.duckdb_bind_info) (policy.Sandboxes, error) {
 	db, ok, err := bindSandbox(info)
 	if err != nil {
-		return sandboxes{}, err
+		return policy.Sandboxes{}, err
 	}
-	if !ok || db.external {
-		return sandboxes{env: env}, nil
+	if !ok {
+		return policy.NewSandboxes(nil)
 	}
-	return sandboxes{env: env, db: &db}, nil
+	return policy.NewSandboxes(&db)
 }

@@ -13,6 +13,7 @@ import (
 	"runtime/cgo"
 	"unsafe"
 
+	"github.com/remote-segments/remote_segments/internal/policy"
 	"github.com/remote-segments/remote_segments/scanner"
 )
 
@@ -26,10 +27,13 @@ func rsV2Bind(info C.duckdb_bind_info) {
 	rsBind(info)
 }
 
-// rsV2LoadableHost is rsLoadableHost with the 2.0 edition's settings.
+// rsV2HostForDatabase is the Host of one database that loads the 2.0
+// edition's file: rsHostForDatabase's, which also reads the
+// remote_segments_<name> settings. The entry point owns the handle it
+// returns until it hands it to a registered function.
 //
-//export rsV2LoadableHost
-func rsV2LoadableHost() C.uintptr_t {
+//export rsV2HostForDatabase
+func rsV2HostForDatabase() C.uintptr_t {
 	h := loadableHost()
 	h.settings = readV2Setting
 	return C.uintptr_t(cgo.NewHandle(h))
@@ -56,9 +60,9 @@ func rsV2AddSettings(ext C.duckdb_v2_extension_handle, ctx C.duckdb_v2_context_h
 			reportPanic("rsV2AddSettings", r)
 		}
 	}()
-	for _, p := range namedParameters {
-		name, param, desc := C.CString(settingName(p.name)), C.CString(p.name), C.CString(parameterDoc(p.name))
-		ok := C.rs_v2_add_setting(ext, ctx, name, param, desc, p.duckType, err)
+	for _, p := range policy.Parameters() {
+		name, param, desc := C.CString(policy.SettingName(p.Name)), C.CString(p.Name), C.CString(policy.ParameterDoc(p.Name))
+		ok := C.rs_v2_add_setting(ext, ctx, name, param, desc, duckType(p.Kind), err)
 		C.free(unsafe.Pointer(name))
 		C.free(unsafe.Pointer(param))
 		C.free(unsafe.Pointer(desc))
@@ -78,7 +82,7 @@ func rsV2CheckSetting(param, value *C.char) (msg *C.char) {
 			msg = C.CString(reportPanic("rsV2CheckSetting", r)) // the SET fails saying so
 		}
 	}()
-	if msg := checkSetting(C.GoString(param), C.GoString(value)); msg != "" {
+	if msg := policy.CheckSetting(C.GoString(param), C.GoString(value)); msg != "" {
 		return C.CString(msg)
 	}
 	return nil

@@ -1,6 +1,10 @@
-// v2.h: the DuckDB 2.0 edition's adapter (build tag duckdb_v2). See v2_entry.c.
+// v2.h: the DuckDB 2.0 edition's adapter (build tag duckdb_v2): what its C
+// files (v2_entry.c, v2_shims.c, v2_values.c, v2_types.c, v2_extras.c) share.
+// See v2_entry.c.
 #ifndef RS_V2_H
 #define RS_V2_H
+
+#include <string.h>
 
 #include "rs.h"
 #include "duckdb_v2_types.h"
@@ -31,6 +35,21 @@ typedef struct rs_v2_exec {
 } rs_v2_exec;
 
 void rs_v2_set_error(duckdb_v2_error_info_handle *err, const char *msg);
+
+static inline duckdb_v2_str v2str(const char *s) { return (duckdb_v2_str){s, s ? strlen(s) : 0}; }
+
+// The factory and the error slot of the V2 callback running on this thread
+// (v2_entry.c keeps them in thread-locals): the shims that have no info
+// argument (type constructors) use them.
+duckdb_v2_factory_handle rs_v2_factory(void);
+duckdb_v2_error_info_handle *rs_v2_cur_err(void);
+
+// The V1 function table the core is given (v2_shims.c, v2_values.c).
+void rs_v2_fill_v1_shims(duckdb_ext_api_v1 *t);
+void rs_v2_fill_value_shims(duckdb_ext_api_v1 *t);
+duckdb_logical_type rs_v2_create_logical_type(duckdb_type type);
+void rs_v2_destroy_logical_type(duckdb_logical_type *t);
+void rs_v2_add_named_parameter(duckdb_table_function f, const char *name, duckdb_logical_type type);
 
 // rs_v2_value_text returns a value's text (VARCHAR as is, others as DuckDB
 // prints them) in malloc'd memory.

@@ -13,8 +13,6 @@
 
 extern duckdb_ext_api_v2 rs_v2;
 
-static duckdb_v2_str v2str(const char *s) { return (duckdb_v2_str){s, s ? strlen(s) : 0}; }
-
 // text_of returns a value's text in malloc'd memory, NULL for a NULL value.
 static char *text_of(duckdb_v2_value_handle v) {
 	bool null = true;

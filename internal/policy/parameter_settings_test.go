@@ -1,4 +1,4 @@
-package cabi
+package policy
 
 import (
 	"strings"
@@ -25,10 +25,10 @@ func TestEveryParameterHasASettingDescription(t *testing.T) {
 }
 
 func TestCheckSetting(t *testing.T) {
-	if msg := checkSetting("max_parallel_io", "12"); msg != "" {
+	if msg := CheckSetting("max_parallel_io", "12"); msg != "" {
 		t.Errorf("a valid value: %s", msg)
 	}
-	msg := checkSetting("max_parallel_io", "0")
+	msg := CheckSetting("max_parallel_io", "0")
 	if msg == "" || !strings.Contains(msg, "remote_segments_max_parallel_io") {
 		t.Errorf("an invalid value gave %q", msg)
 	}

@@ -1,4 +1,4 @@
-package cabi
+package policy
 
 import (
 	"errors"
@@ -30,11 +30,11 @@ func TestApplySourcesChosen(t *testing.T) {
 		{"keys", nil, map[string]string{"s3_access_key_id": "AK", "s3_secret_access_key": "SK", "s3_region": "eu-west-1"}, false, "s3_access_key_id,s3_secret_access_key"},
 	} {
 		var cfg scanner.Config
-		src := parameterSources{env: env, query: fromMap(c.query), settingsLocked: c.locked}
+		src := ParameterSources{Env: env, Query: fromMap(c.query), SettingsLocked: c.locked}
 		if c.setting != nil {
-			src.setting = fromMap(c.setting)
+			src.Setting = fromMap(c.setting)
 		}
-		chosen, err := applySources(&cfg, src)
+		chosen, err := Apply(&cfg, src)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -59,8 +59,8 @@ func TestConfineEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listOnly := sandboxes{env: list}
-	duck := sandboxes{db: &duckdbSandbox{dirs: []string{"s3://data/", "http://127.0.0.1:7000/data/ok/", "http://s3.test:7000/data/"}}}
+	listOnly := Sandboxes{env: list}
+	duck := Sandboxes{db: &duckdbSandbox{dirs: []string{"s3://data/", "http://127.0.0.1:7000/data/ok/", "http://s3.test:7000/data/"}}}
 	own := map[string]string{"s3_access_key_id": "AK", "s3_secret_access_key": "SK"}
 	with := func(m map[string]string, kv ...string) map[string]string {
 		out := map[string]string{}
@@ -74,7 +74,7 @@ func TestConfineEndpoint(t *testing.T) {
 	}
 	for _, sb := range []struct {
 		name string
-		s    sandboxes
+		s    Sandboxes
 	}{{"allow-list", listOnly}, {"DuckDB's sandbox", duck}} {
 		for _, c := range []struct {
 			name     string
@@ -114,11 +114,11 @@ func TestConfineEndpoint(t *testing.T) {
 			{name: "query region at the operator's endpoint", query: map[string]string{"s3_region": "eu-west-1"}, source: "s3://data/x.arrow"},
 		} {
 			var cfg scanner.Config
-			chosen, err := applySources(&cfg, parameterSources{env: fromMap(c.env), query: fromMap(c.query)})
+			chosen, err := Apply(&cfg, ParameterSources{Env: fromMap(c.env), Query: fromMap(c.query)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = sb.s.confine(&cfg, chosen)
+			err = sb.s.Confine(&cfg, chosen)
 			if c.wantBind != "" {
 				if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), c.wantBind) {
 					t.Errorf("%s: %s: confine = %v, want ErrNotAllowed saying %q", sb.name, c.name, err, c.wantBind)
@@ -144,11 +144,11 @@ func TestConfineEndpoint(t *testing.T) {
 
 	// No sandbox: the query is trusted with the process's reach.
 	var cfg scanner.Config
-	chosen, err := applySources(&cfg, parameterSources{env: fromMap(nil), query: fromMap(map[string]string{"s3_endpoint": "http://127.0.0.1:7187"})})
+	chosen, err := Apply(&cfg, ParameterSources{Env: fromMap(nil), Query: fromMap(map[string]string{"s3_endpoint": "http://127.0.0.1:7187"})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (sandboxes{}).confine(&cfg, chosen); err != nil || cfg.Admit != nil || cfg.Store.AdmitRedirect != nil {
+	if err := (Sandboxes{}).Confine(&cfg, chosen); err != nil || cfg.Admit != nil || cfg.Store.AdmitRedirect != nil {
 		t.Errorf("no sandbox: confine = %v, Admit set %v", err, cfg.Admit != nil)
 	}
 	if a, b := listOnly.key(), duck.key(); a == "" || a == b {

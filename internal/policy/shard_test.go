@@ -1,4 +1,4 @@
-package cabi
+package policy
 
 import (
 	"strings"
@@ -44,14 +44,14 @@ func TestParseShard(t *testing.T) {
 		{"", 0, 0, "must be 'k/n'"},
 		{"0/2000000", 0, 0, "n must be from 1 to 1048576"},
 	} {
-		s, err := parseShard(tc.in)
+		s, err := ParseShard(tc.in)
 		switch {
 		case tc.wantErr == "" && err != nil:
-			t.Errorf("parseShard(%q): %v", tc.in, err)
+			t.Errorf("ParseShard(%q): %v", tc.in, err)
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-			t.Errorf("parseShard(%q) = %v, %v; want an error with %q", tc.in, s, err, tc.wantErr)
+			t.Errorf("ParseShard(%q) = %v, %v; want an error with %q", tc.in, s, err, tc.wantErr)
 		case err == nil && (s.k != tc.k || s.n != tc.n):
-			t.Errorf("parseShard(%q) = %d/%d, want %d/%d", tc.in, s.k, s.n, tc.k, tc.n)
+			t.Errorf("ParseShard(%q) = %d/%d, want %d/%d", tc.in, s.k, s.n, tc.k, tc.n)
 		}
 	}
 }
@@ -63,7 +63,7 @@ func TestShardsPartition(t *testing.T) {
 		for _, seg := range segs {
 			in := 0
 			for k := range n {
-				if (shardSpec{k: k, n: n}).holds(seg) {
+				if (Shard{k: k, n: n}).Holds(seg) {
 					in++
 				}
 			}

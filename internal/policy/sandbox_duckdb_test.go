@@ -1,4 +1,4 @@
-package cabi
+package policy
 
 import (
 	"errors"
@@ -162,7 +162,7 @@ func TestSandboxesCombineBoth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	both := sandboxes{env: env, db: &duckdbSandbox{dirs: []string{"/data/edge/"}}}.sources()
+	both := Sandboxes{env: env, db: &duckdbSandbox{dirs: []string{"/data/edge/"}}}.Sources()
 	if err := both("/data/edge/a.arrow"); err != nil {
 		t.Errorf("admitted by both: %v", err)
 	}
@@ -174,27 +174,16 @@ func TestSandboxesCombineBoth(t *testing.T) {
 			t.Errorf("sources()(%q) = %v, want ErrNotAllowed saying %q", src, err, want)
 		}
 	}
-	if f := (sandboxes{}).sources(); f != nil {
+	if f := (Sandboxes{}).Sources(); f != nil {
 		t.Error("no sandbox: sources() is not nil")
 	}
-	if err := (sandboxes{env: env}).output("trace", "/tmp/t.json"); !errors.Is(err, ErrNotAllowed) {
+	if err := (Sandboxes{env: env}).output("trace", "/tmp/t.json"); !errors.Is(err, ErrNotAllowed) {
 		t.Errorf("the list confines the trace file as it confines sources: %v", err)
 	}
-	if err := (sandboxes{env: env}).output("trace", "/data/t.json"); err != nil {
+	if err := (Sandboxes{env: env}).output("trace", "/data/t.json"); err != nil {
 		t.Errorf("a trace under the list: %v", err)
 	}
-	if err := (sandboxes{db: &duckdbSandbox{}}).output("trace", "/tmp/t.json"); !errors.Is(err, ErrNotAllowed) {
+	if err := (Sandboxes{db: &duckdbSandbox{}}).output("trace", "/tmp/t.json"); !errors.Is(err, ErrNotAllowed) {
 		t.Errorf("DuckDB's sandbox refuses writes: %v", err)
-	}
-}
-
-func TestEngineHasSettings(t *testing.T) {
-	for v, want := range map[string]bool{
-		"v1.5.6": true, "v1.5.7": true, "v1.6.0": true, "v2.0.0": true, "v1.5.6-dev42": true, "1.5.6": true,
-		"v1.5.5": false, "v1.4.4": false, "v1.2.0": false, "v0.10.3": false, "": false, "v1": false, "vx.y.z": false, "v1.5": false,
-	} {
-		if got := engineHasSettings(v); got != want {
-			t.Errorf("engineHasSettings(%q) = %v, want %v", v, got, want)
-		}
 	}
 }

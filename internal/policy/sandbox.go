@@ -1,4 +1,4 @@
-package cabi
+package policy
 
 import (
 	"crypto/sha256"
@@ -23,7 +23,9 @@ import (
 const AllowedPrefixesEnv = "REMOTE_SEGMENTS_ALLOWED_PREFIXES"
 
 // ErrNotAllowed is wrapped by the error of a scan that opens a source the
-// process's sandbox does not admit.
+// process's sandbox does not admit. Its text is DuckDB's own error class
+// for a refused file ("Permission Error: cannot access ..."), capitalised as
+// DuckDB prints it, so a refusal by either sandbox reads alike to a user.
 var ErrNotAllowed = errors.New("Permission Error")
 
 // allowList is a parsed list of allowed prefixes; nil admits everything.
@@ -154,30 +156,53 @@ func cleanLocal(p string) (string, error) {
 	return abs, nil
 }
 
-// sandboxes is what one bind's scan may reach: the process's
+// Sandboxes is what one bind's scan may reach: the process's
 // REMOTE_SEGMENTS_ALLOWED_PREFIXES (env) and DuckDB's sandbox as the bind's
 // client context reports it (db); nil admits all. While either is set the
 // query is not trusted with the process's reach: the README's "Sandbox"
 // and test/RELIABILITY.md's threat model say who is trusted with what.
-type sandboxes struct {
+type Sandboxes struct {
 	env *allowList
 	db  *duckdbSandbox
 }
 
+// DuckDBAccess is DuckDB's file sandbox as a bind's client context reports
+// it: the settings enable_external_access, allowed_directories and
+// allowed_paths.
+type DuckDBAccess struct {
+	ExternalAccess     bool
+	AllowedDirectories []string // as DuckDB reports them (canonical, ending in "/")
+	AllowedPaths       []string // as DuckDB reports them (canonical)
+}
+
+// NewSandboxes returns the sandboxes of one bind: the process's
+// REMOTE_SEGMENTS_ALLOWED_PREFIXES and db, DuckDB's own (nil when the
+// engine cannot tell). It fails when the allow-list does not parse.
+func NewSandboxes(db *DuckDBAccess) (Sandboxes, error) {
+	env, err := processAllowList()
+	if err != nil {
+		return Sandboxes{}, err
+	}
+	if db == nil || db.ExternalAccess {
+		return Sandboxes{env: env}, nil
+	}
+	return Sandboxes{env: env, db: &duckdbSandbox{dirs: db.AllowedDirectories, paths: db.AllowedPaths}}, nil
+}
+
 // on reports whether any sandbox restricts the scan.
-func (s sandboxes) on() bool { return s.env != nil || s.db != nil }
+func (s Sandboxes) on() bool { return s.env != nil || s.db != nil }
 
 // admit returns nil when both admit source, env asked first.
-func (s sandboxes) admit(source string) error {
+func (s Sandboxes) admit(source string) error {
 	if err := s.env.admit(source); err != nil {
 		return err
 	}
 	return s.db.admit(source)
 }
 
-// sources returns the scan's Config.Admit: a source both admit; nil when
+// Sources returns the scan's Config.Admit: a source both admit; nil when
 // neither restricts anything.
-func (s sandboxes) sources() func(string) error {
+func (s Sandboxes) Sources() func(string) error {
 	if !s.on() {
 		return nil
 	}
@@ -187,7 +212,7 @@ func (s sandboxes) sources() func(string) error {
 // output checks a file the scan writes (the trace parameter) against both:
 // DuckDB's sandbox refuses writes as it refuses reads, and a file written
 // is as much a place the query reaches as a file read.
-func (s sandboxes) output(param, file string) error {
+func (s Sandboxes) output(param, file string) error {
 	if file == "" {
 		return nil
 	}
@@ -199,7 +224,7 @@ func (s sandboxes) output(param, file string) error {
 
 // key names the rule of admit for store domains (store.Options.AdmitKey):
 // a store that follows redirects for one sandbox must not serve another.
-func (s sandboxes) key() string {
+func (s Sandboxes) key() string {
 	if !s.on() {
 		return ""
 	}
@@ -214,7 +239,7 @@ func (s sandboxes) key() string {
 	return "sandbox-" + hex.EncodeToString(h[:8])
 }
 
-// confine applies the sandboxes to a bound scan's Config: the trace file,
+// Confine applies the sandboxes to a bound scan's Config: the trace file,
 // the redirects of its stores, and the S3 endpoint. chosen says which
 // parameters the query chose (readNamedParameters). With no sandbox on it
 // changes nothing: the query is then trusted with everything the process
@@ -227,7 +252,7 @@ func (s sandboxes) key() string {
 // session token), and then every s3:// object is admitted only when the
 // http(s) URLs its requests go to are admitted too, so the endpoint is
 // part of what the sandbox admits.
-func (s sandboxes) confine(cfg *scanner.Config, chosen queryChosen) error {
+func (s Sandboxes) Confine(cfg *scanner.Config, chosen Chosen) error {
 	if err := s.output("trace", cfg.Trace); err != nil {
 		return err
 	}
@@ -272,7 +297,7 @@ func (s sandboxes) confine(cfg *scanner.Config, chosen queryChosen) error {
 // ownCredentials reports whether the query chose every credential the
 // scan would sign with: a key and a secret, and the session token unless
 // it is empty. Otherwise the store would sign with the process's.
-func ownCredentials(o store.Options, chosen queryChosen) bool {
+func ownCredentials(o store.Options, chosen Chosen) bool {
 	return o.S3AccessKeyID != "" && o.S3SecretAccessKey != "" &&
 		chosen["s3_access_key_id"] && chosen["s3_secret_access_key"] &&
 		(o.S3SessionToken == "" || chosen["s3_session_token"])
