@@ -60,9 +60,9 @@ void rs_copy_bool(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst,
 // length, its bytes and zeros after them (DuckDB compares all 16). When 12
 // bytes from s are inside its buffer (avail of them), it loads them whole
 // and masks off what follows the string: two loads and three stores, where
-// write_string's memset and memcpy of a variable length are calls (the
-// strings of a typical column are short: 12 % of a 1 GiB scan's CPU was
-// write_string and its memcpy).
+// write_string's memset and memcpy of a variable length are calls, and the
+// strings of a typical column are short: this is a copy's hot loop (see
+// BENCHMARKS.md, "Figures behind the code").
 static inline void write_inline(duckdb_string_t *slot, const char *s, uint32_t len, int64_t avail) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (avail >= 12) {

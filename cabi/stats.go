@@ -52,7 +52,7 @@ var statsColumns = []statsColumn{
 	{"budget_oversize", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.OversizeAdmits }},
 	{"budget_ratio", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return s.Budget.Multiplier }},
 	{"wall_ms", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return float64(s.Wall.Microseconds()) / 1000 }},
-	// Issue 8's IO columns: sequential round trips per chunk, the chunks
+	// The IO path's columns: sequential round trips per chunk, the chunks
 	// read column by column and the bytes that saved, throttled answers,
 	// and the throttling limit on requests in flight (lowest and final).
 	{"round_trips_per_chunk", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any {
