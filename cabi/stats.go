@@ -73,7 +73,7 @@ var statsColumns = []statsColumn{
 	// The chunks of the source the scan never requested (shard := 'k/n',
 	// and in the 2.0 edition WHERE segment_id / chunk_id = or IN).
 	{"pruned", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pruned }},
-	// How often the budget's cap grew from the knee because the budget
+	// How often the budget's cap grew from the starting cap because the budget
 	// kept DuckDB waiting.
 	{"budget_cap_raises", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.CapRaises }},
 }

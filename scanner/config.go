@@ -43,7 +43,7 @@ type Config struct {
 	UnionByName bool
 	// Keep, when set, is applied by Bind as Select would be (a host's
 	// shard): the chunks it drops are never requested, not even by bind's
-	// early fetches (early.go).
+	// prefetches (prefetch.go).
 	Keep func(c *Chunk) bool
 	// Trace, when set, is a path for a Chrome-trace JSON of the scan.
 	Trace string
@@ -71,9 +71,9 @@ type Config struct {
 	// gives its memory back.
 	DebugPanic string
 
-	// kneeFloor replaces budget.DefaultMin as the knee's minimum (tests
-	// watch the cap grow from a small knee); 0 means budget.DefaultMin.
-	kneeFloor int64
+	// startingCapFloor replaces budget.DefaultMin as the starting cap's minimum (tests
+	// watch the cap grow from a small starting cap); 0 means budget.DefaultMin.
+	startingCapFloor int64
 }
 
 // The explicit values of Config fields whose zero means "the default".

@@ -56,14 +56,14 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	var into []byte
 	covered := false // the fetched bytes are covered by the lease
 	if data == nil {
-		early := s.adoptEarly(c)
+		fetched := s.adoptPrefetch(c)
 		n := c.WireLength()
 		if n > 0 {
 			ca.fetching(int64(budget.PooledSize(int(n))))
 			covered = true
 		}
 		switch {
-		case early == nil && maps != nil:
+		case fetched == nil && maps != nil:
 			// A mapping where the store maps (maps.request decides);
 			// else the pool's buffer, the lease's until it closes.
 			prepare := func(r *iosched.Request) {
@@ -88,12 +88,12 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 		}
 		switch {
 		case data != nil:
-		case early != nil && len(into) >= len(early):
+		case fetched != nil && len(into) >= len(fetched):
 			// Into the pool, like every fetched chunk: the budget's bytes
-			// are the pool's, and the early buffer goes at once.
-			data = into[:copy(into, early)]
-		case early != nil:
-			data = early
+			// are the pool's, and the prefetched buffer goes at once.
+			data = into[:copy(into, fetched)]
+		case fetched != nil:
+			data = fetched
 		default:
 			var err error
 			if data, err = s.plan.fetchWhole(c, s.id, func(r *iosched.Request) { r.Buffer = into }, s.submit); err != nil {

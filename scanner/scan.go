@@ -32,8 +32,8 @@ type Scan struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	budget *budget.Budget
-	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap starts at the knee
-	knee   kneeProbe
+	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap starts at the starting cap
+	growth capProbe
 	fields []int // plan fields to produce, in plan order
 	// mappable: the plan's columns may be read from a file's mapping
 	// (mmap.go).
@@ -95,7 +95,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	capacity := p.cfg.MemoryBudget
 	if capacity <= 0 {
 		// The default is never below two chunks (one consumed, the next
-		// fetched), the knee's floor: a scan of a few large chunks would
+		// fetched), the starting cap's floor: a scan of a few large chunks would
 		// otherwise fetch and consume them one after the other (4 chunks of
 		// 66 MiB: a fraction of 66 MiB, one at a time, 0.46-0.58x the raw
 		// loop; 132 MiB, 0.57-0.66x).
@@ -134,17 +134,17 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		sched.SetQueryLimit(s.id, p.cfg.MaxParallelIO)
 	}
 	s.hold, s.sched, s.ioStart = hold, sched, sched.Stats()
-	s.knee.step = max(largest, 1<<20)
+	s.growth.step = max(largest, 1<<20)
 	// Requests in flight hide round trips; where the store's round trip
-	// (Model.Floor: bind's GETs are in it) is under kneeMinLatency there
-	// are none to hide, and the knee is the chunks' alone (versitygw on
+	// (Model.Floor: bind's GETs are in it) is under minLatencyToHide there
+	// are none to hide, and the starting cap is the chunks' alone (versitygw on
 	// this machine, W4: 64 and 128 MiB equally fast, 127 against 194-216
 	// MiB of RSS).
 	parallel := s.share(s.ioStart, s.ioStart.Workers)
-	if m := sched.Model(); m.Samples > 0 && m.Floor < kneeMinLatency {
+	if m := sched.Model(); m.Samples > 0 && m.Floor < minLatencyToHide {
 		parallel = 0
 	}
-	s.budget.SetCap(min(capacity, knee(largest, parallel, p.cfg.RequestSize, p.cfg.kneeFloor)))
+	s.budget.SetCap(min(capacity, startingCap(largest, parallel, p.cfg.RequestSize, p.cfg.startingCapFloor)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		p.cfg.Process.traces.add(s.id, s.trace)
@@ -392,7 +392,7 @@ func (s *Scan) Close() {
 		s.plan.firstMu.Lock()
 		s.plan.first = nil
 		s.plan.firstMu.Unlock()
-		s.plan.dropEarly(nil)
+		s.plan.dropPrefetch(nil)
 		s.budget.ClosePool()
 		s.closed.Store(true)
 		if s.trace != nil {
@@ -422,7 +422,7 @@ func (s *Scan) Stats() Stats {
 		RoundTrips:  s.roundTrips.Load(), ProjectedChunks: s.projectedChunks.Load(),
 		ProjectionSaved: s.projectionSaved.Load(), Throttled: s.throttled.Load(),
 		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
-		BudgetLimit: s.limit, CapRaises: s.knee.raises.Load(),
+		BudgetLimit: s.limit, CapRaises: s.growth.raises.Load(),
 		Pool:   s.budget.PoolStats(),
 		Pruned: s.plan.pruned,
 	}

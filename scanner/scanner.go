@@ -57,12 +57,12 @@ type Plan struct {
 	// pruned counts the chunks Select dropped.
 	pruned int64
 	// id is the query id of the plan's first scan, taken at bind for its
-	// early fetches (early.go); idUsed once a scan has it.
+	// prefetches (prefetch.go); idUsed once a scan has it.
 	id     uint64
 	idUsed bool
-	// early holds the chunks bind fetched beside the first, by catalog row
+	// prefetched holds the chunks bind fetched beside the first, by catalog row
 	// (under firstMu).
-	early map[int]*earlyFetch
+	prefetched map[int]*prefetch
 }
 
 // scanID is the query id of a new scan of the plan: the one reserved at
@@ -92,11 +92,11 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	}
 	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL, id: cfg.Process.nextScanID.Add(1)}
 	if n := chunks[0].WireLength(); n > 0 && n <= bindWholeMax {
-		p.startEarly(ctx) // the first chunk is read whole: the next ones go with it
+		p.startPrefetch(ctx) // the first chunk is read whole: the next ones go with it
 	}
 	first, err := p.readSchema(ctx, &chunks[0])
 	if err != nil {
-		p.dropEarly(nil)
+		p.dropPrefetch(nil)
 		return nil, err
 	}
 	p.Schema, p.first, p.firstLen = first.schema, first.data, first.size
@@ -140,7 +140,7 @@ func (p *Plan) Select(keep func(c *Chunk) bool) int {
 	for i := range kept {
 		rows[kept[i].Row] = true
 	}
-	p.dropEarly(func(row int) bool { return rows[row] })
+	p.dropPrefetch(func(row int) bool { return rows[row] })
 	p.Chunks = kept
 	p.pruned += int64(dropped)
 	return dropped
@@ -312,7 +312,7 @@ type Stats struct {
 	LimitMin, LimitFinal int
 	// BudgetLimit is the ceiling of the budget (memory_budget, its default,
 	// or the process limit): its cap starts at the smaller of it and the
-	// knee, and CapRaises counts the steps it grew by towards the ceiling
+	// starting cap, and CapRaises counts the steps it grew by towards the ceiling
 	// while the budget kept the consumers waiting.
 	BudgetLimit int64
 	CapRaises   int64

@@ -740,18 +740,18 @@ func TestDefaultMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestBudgetKnee: a budget above what keeps IO and decoding busy is a
-// ceiling the scan does not fill: its cap is the knee, and the stats keep
-// the ceiling; one below the knee is the cap.
-func TestBudgetKnee(t *testing.T) {
-	if k := knee(1<<20, 64, 8<<20, 0); k != budget.DefaultMin {
-		t.Errorf("small chunks: knee %d, want the minimum %d", k, budget.DefaultMin)
+// TestBudgetStartingCap: a budget above what keeps IO and decoding busy is a
+// ceiling the scan does not fill: its cap is the starting cap, and the stats keep
+// the ceiling; one below the starting cap is the cap.
+func TestBudgetStartingCap(t *testing.T) {
+	if k := startingCap(1<<20, 64, 8<<20, 0); k != budget.DefaultMin {
+		t.Errorf("small chunks: starting cap %d, want the minimum %d", k, budget.DefaultMin)
 	}
-	if k := knee(100<<20, 8, 8<<20, 0); k != 200<<20 {
-		t.Errorf("100 MiB chunks: knee %d, want %d (one consumed, one fetched)", k, 200<<20)
+	if k := startingCap(100<<20, 8, 8<<20, 0); k != 200<<20 {
+		t.Errorf("100 MiB chunks: starting cap %d, want %d (one consumed, one fetched)", k, 200<<20)
 	}
-	if k := knee(16<<20, 64, 8<<20, 0); k != kneeParallelism*8<<20 {
-		t.Errorf("16 MiB chunks, 64 parallel GETs: knee %d, want %d", k, kneeParallelism*8<<20)
+	if k := startingCap(16<<20, 64, 8<<20, 0); k != startingCapRequests*8<<20 {
+		t.Errorf("16 MiB chunks, 64 parallel GETs: starting cap %d, want %d", k, startingCapRequests*8<<20)
 	}
 	dir, _ := writeDataset(t)
 	for _, tc := range []struct{ budget, cap int64 }{{1 << 30, budget.DefaultMin}, {1 << 20, 1 << 20}} {
@@ -790,14 +790,14 @@ func TestDefaultBudgetHoldsTwoChunks(t *testing.T) {
 	}
 }
 
-// TestBudgetKneeGrows: the cap grows from the knee only while the budget
+// TestBudgetCapGrows: the cap grows from the starting cap only while the budget
 // keeps the consumers waiting. Behind a store with 20 ms per request, fast
 // consumers starve while chunks wait for memory and the IO slots are
 // free: the cap grows, never past the ceiling (and stays grown only if
 // that paid). A slow consumer on local
-// files never starves: the cap stays at the knee, two chunks (no latency
+// files never starves: the cap stays at the starting cap, two chunks (no latency
 // for requests in flight to hide).
-func TestBudgetKneeGrows(t *testing.T) {
+func TestBudgetCapGrows(t *testing.T) {
 	dir := t.TempDir()
 	stats, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 48, RowsPerChunk: 2000, BatchesPerChunk: 2, Seed: 9})
 	if err != nil {
@@ -809,41 +809,41 @@ func TestBudgetKneeGrows(t *testing.T) {
 		largest = max(largest, r["length"].(int64))
 	}
 	const ceiling = 1 << 30
-	// 64 KiB requests: the knee's IO term (16 of them) is below two chunks,
+	// 64 KiB requests: the starting cap's IO term (16 of them) is below two chunks,
 	// whose 32 parts leave IO slots free.
-	fast := startScan(t, Config{Process: testProcess(t), Rows: rows, MemoryBudget: ceiling, MaxParallelIO: 64, RequestSize: 64 << 10, kneeFloor: 1}, nil)
+	fast := startScan(t, Config{Process: testProcess(t), Rows: rows, MemoryBudget: ceiling, MaxParallelIO: 64, RequestSize: 64 << 10, startingCapFloor: 1}, nil)
 	got, _ := drain(t, fast, 2, 0)
 	fast.Close()
 	st := fast.Stats()
 	if got["s0"] != stats[0].Rows {
 		t.Errorf("rows %d, want %d", got["s0"], stats[0].Rows)
 	}
-	t.Logf("starved consumers: cap %d after %d raises (knee %d)", st.Budget.Cap, st.CapRaises, 2*largest)
-	// A raise stays only if it made the scan faster (kneeProbe), which on
-	// a loaded machine it may not have: the cap is somewhere from the knee
+	t.Logf("starved consumers: cap %d after %d raises (starting cap %d)", st.Budget.Cap, st.CapRaises, 2*largest)
+	// A raise stays only if it made the scan faster (capProbe), which on
+	// a loaded machine it may not have: the cap is somewhere from the starting cap
 	// to the ceiling.
 	if st.CapRaises == 0 || st.Budget.Cap < 2*largest || st.Budget.Cap > ceiling {
-		t.Errorf("starved consumers: cap %d after %d raises (knee %d, ceiling %d)", st.Budget.Cap, st.CapRaises, 2*largest, int64(ceiling))
+		t.Errorf("starved consumers: cap %d after %d raises (starting cap %d, ceiling %d)", st.Budget.Cap, st.CapRaises, 2*largest, int64(ceiling))
 	}
 
 	local, _ := writeDataset(t)
-	slow := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(local, "chunks"), MemoryBudget: ceiling, kneeFloor: 1}, nil)
+	slow := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(local, "chunks"), MemoryBudget: ceiling, startingCapFloor: 1}, nil)
 	drain(t, slow, 1, 2*time.Millisecond)
 	slow.Close()
 	// Local files answer in microseconds: no requests in flight to count,
-	// the knee is two chunks.
-	if st := slow.Stats(); st.CapRaises != 0 || st.Budget.Cap != knee(largestChunk(t, slow), 0, 0, 1) {
+	// the starting cap is two chunks.
+	if st := slow.Stats(); st.CapRaises != 0 || st.Budget.Cap != startingCap(largestChunk(t, slow), 0, 0, 1) {
 		t.Errorf("slow consumer: cap %d after %d raises", st.Budget.Cap, st.CapRaises)
 	}
 }
 
-// TestKneeIgnoresQueueing: a store that answers a lone GET at once and
+// TestCapGrowthIgnoresQueueing: a store that answers a lone GET at once and
 // each GET later the more of them are in flight (versitygw on the scan's
 // own 2 cores: 2-5 ms at bind, 47 ms under the scan) has no round trips
 // for a bigger budget to hide: the cap never grows, though consumers starve
-// and the answers' time to headers is far above kneeMinLatency. Before the
+// and the answers' time to headers is far above minLatencyToHide. Before the
 // probe looked at iosched.Model.Floor, the same scan raised its cap.
-func TestKneeIgnoresQueueing(t *testing.T) {
+func TestCapGrowthIgnoresQueueing(t *testing.T) {
 	dir := t.TempDir()
 	stats, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 48, RowsPerChunk: 2000, BatchesPerChunk: 2, Seed: 9})
 	if err != nil {
@@ -851,18 +851,18 @@ func TestKneeIgnoresQueueing(t *testing.T) {
 	}
 	f := newSlowFiles(t, dir, 0)
 	f.setQueue(2 * time.Millisecond)
-	// As TestBudgetKneeGrows: the knee is two chunks, and IO slots are free.
-	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 48), MemoryBudget: 1 << 30, MaxParallelIO: 64, RequestSize: 64 << 10, kneeFloor: 1}, nil)
+	// As TestBudgetCapGrows: the starting cap is two chunks, and IO slots are free.
+	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 48), MemoryBudget: 1 << 30, MaxParallelIO: 64, RequestSize: 64 << 10, startingCapFloor: 1}, nil)
 	got, _ := drain(t, scan, 2, 0)
 	scan.Close()
 	if got["s0"] != stats[0].Rows {
 		t.Errorf("rows %d, want %d", got["s0"], stats[0].Rows)
 	}
 	m := scan.sched.Model()
-	if st := scan.Stats(); st.CapRaises != 0 || st.Budget.Cap != knee(largestChunk(t, scan), 0, 0, 1) {
-		t.Errorf("cap %d after %d raises, want the knee %d and none (model %+v)", st.Budget.Cap, st.CapRaises, knee(largestChunk(t, scan), 0, 0, 1), m)
+	if st := scan.Stats(); st.CapRaises != 0 || st.Budget.Cap != startingCap(largestChunk(t, scan), 0, 0, 1) {
+		t.Errorf("cap %d after %d raises, want the starting cap %d and none (model %+v)", st.Budget.Cap, st.CapRaises, startingCap(largestChunk(t, scan), 0, 0, 1), m)
 	}
-	if m.Latency < kneeMinLatency {
+	if m.Latency < minLatencyToHide {
 		t.Errorf("time to headers %v under the scan: the store did not queue, the test shows nothing", m.Latency)
 	}
 }

@@ -221,7 +221,7 @@ func budgetSweep(ext, dir string, size int64, svgPath, speedMD string) {
 				slow := measure(ext, fmt.Sprintf("SET threads = 1; SELECT sum(hash(s || CAST(x AS VARCHAR))) FROM remote_segments('%s'%s%s); %s", so.src, so.params, param, stats))
 				pts[i].fast = append(pts[i].fast, fast)
 				pts[i].slow = append(pts[i].slow, slow)
-				capUsed := lastInt(fast.out) // what the scan held at most: the knee may be below the budget asked for
+				capUsed := lastInt(fast.out) // what the scan held at most: the starting cap may be below the budget asked for
 				fmt.Printf("%5d %-8s %9s %10.0f %10s %12s %8d %9.2f %12s %15s %9s\n", r+1, b.label, mib(capUsed),
 					float64(size)/(1<<20)/fast.wall.Seconds(), mib(fast.rss), mib(fast.rss-capUsed), fast.minflt,
 					fast.cpu.Seconds()/gib, mib(slow.rss), mib(slow.rss-capUsed), fast.loadAvg1m+"/"+slow.loadAvg1m)
@@ -352,7 +352,7 @@ func sweepSVG(results map[string][]sweepPoint, size int64) string {
 		}
 		var rate, rss []string
 		for _, p := range pts[:len(pts)-1] {
-			cx := x(float64(p.budget) / (1 << 20)) // the budget asked for; the cap may be the knee below it
+			cx := x(float64(p.budget) / (1 << 20)) // the budget asked for; the cap may be the starting cap below it
 			med, lo, hi := p.medRate(size)
 			rate = append(rate, fmt.Sprintf("%.1f,%.1f", cx, yRate(med)))
 			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s"/>`+"\n", cx, cx, yRate(lo), yRate(hi), colours[name])

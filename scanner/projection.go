@@ -112,10 +112,10 @@ func (s *Scan) share(io iosched.Stats, limit int) int {
 }
 
 // atBind reports whether bind read (or is reading) chunk c whole: the first
-// chunk whose bytes it kept, or one of its early fetches. Reading it whole
+// chunk whose bytes it kept, or one of its prefetches. Reading it whole
 // then costs no more IO at all.
 func (s *Scan) atBind(c *Chunk) bool {
 	s.plan.firstMu.Lock()
 	defer s.plan.firstMu.Unlock()
-	return (c.Row == 0 && s.plan.first != nil) || s.plan.early[c.Row] != nil
+	return (c.Row == 0 && s.plan.first != nil) || s.plan.prefetched[c.Row] != nil
 }

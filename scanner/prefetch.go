@@ -7,7 +7,7 @@ import (
 	"github.com/remote-segments/remote_segments/iosched"
 )
 
-// Early fetches: while bind reads the first chunk for its schema, the next
+// Prefetches: while bind reads the first chunk for its schema, the next
 // chunks that a scan would read whole are requested too, so that the
 // scan's first wave leaves with bind's request instead of one round trip
 // after it. Behind a store's latency that round trip is most of what a
@@ -17,7 +17,7 @@ import (
 // They are bounded so that a plan that is never started (DESCRIBE, a
 // prepared statement) costs little: at most max_parallel_io - 1 chunks,
 // each small enough that bind would read it whole, together at most a
-// quarter of the knee's floor (16 MiB) and of memory_budget, and a
+// quarter of the starting cap's floor (16 MiB) and of memory_budget, and a
 // sixteenth of the process memory limit. Their requests carry the query id
 // the plan's first scan will have, so once it starts they count in its
 // max_parallel_io share. The first Start adopts them (and their IO
@@ -25,8 +25,8 @@ import (
 // what it did not use, and a failed fetch is simply fetched again by the
 // scan, which reports its error.
 
-// earlyFetch is one chunk bind started fetching whole.
-type earlyFetch struct {
+// prefetch is one chunk bind started fetching whole.
+type prefetch struct {
 	url          string
 	offset, size int64
 	cancel       context.CancelFunc // stops its request (a chunk dropped before the scan used it)
@@ -36,9 +36,9 @@ type earlyFetch struct {
 	st           iosched.BatchStats
 }
 
-// startEarly requests, beside the first chunk, the chunks after it that a
+// startPrefetch requests, beside the first chunk, the chunks after it that a
 // scan reads whole, under ctx (the statement's).
-func (p *Plan) startEarly(ctx context.Context) {
+func (p *Plan) startPrefetch(ctx context.Context) {
 	cfg := &p.cfg
 	if cfg.UnionByName || len(p.Chunks) < 2 {
 		return
@@ -52,12 +52,12 @@ func (p *Plan) startEarly(ctx context.Context) {
 		parallel = h.Scheduler.Parallelism()
 		h.Release()
 	}
-	// A quarter of the smallest cap a scan starts with (the knee's floor)
+	// A quarter of the smallest cap a scan starts with (the starting cap's floor)
 	// and of memory_budget: before the scan reserves them, these bytes are
 	// outside its budget.
 	maxBytes := int64(budget.DefaultMin / 4)
-	if cfg.kneeFloor > 0 {
-		maxBytes = cfg.kneeFloor / 4
+	if cfg.startingCapFloor > 0 {
+		maxBytes = cfg.startingCapFloor / 4
 	}
 	if cfg.MemoryBudget > 0 {
 		maxBytes = min(maxBytes, cfg.MemoryBudget/4)
@@ -82,12 +82,12 @@ func (p *Plan) startEarly(ctx context.Context) {
 	if len(picked) == 0 {
 		return
 	}
-	p.early = make(map[int]*earlyFetch, len(picked))
+	p.prefetched = make(map[int]*prefetch, len(picked))
 	for _, c := range picked {
-		e := &earlyFetch{url: c.URL, offset: c.Offset, size: c.WireLength(), done: make(chan struct{})}
+		e := &prefetch{url: c.URL, offset: c.Offset, size: c.WireLength(), done: make(chan struct{})}
 		ctx, cancel := context.WithCancel(ctx)
 		e.cancel = cancel
-		p.early[c.Row] = e
+		p.prefetched[c.Row] = e
 		go func(c Chunk) {
 			defer cancel()
 			defer close(e.done)
@@ -101,35 +101,35 @@ func (p *Plan) startEarly(ctx context.Context) {
 	}
 }
 
-// takeEarly hands chunk c's early fetch to the caller, once (nil: none).
-func (p *Plan) takeEarly(c *Chunk) *earlyFetch {
+// takePrefetch hands chunk c's prefetch to the caller, once (nil: none).
+func (p *Plan) takePrefetch(c *Chunk) *prefetch {
 	p.firstMu.Lock()
 	defer p.firstMu.Unlock()
-	e := p.early[c.Row]
+	e := p.prefetched[c.Row]
 	if e == nil || e.url != c.URL || e.offset != c.Offset || e.size != c.WireLength() {
 		return nil
 	}
-	delete(p.early, c.Row)
+	delete(p.prefetched, c.Row)
 	return e
 }
 
-// dropEarly forgets the early fetches keep returns false for (nil: all)
+// dropPrefetch forgets the prefetches keep returns false for (nil: all)
 // and cancels their requests if still running.
-func (p *Plan) dropEarly(keep func(row int) bool) {
+func (p *Plan) dropPrefetch(keep func(row int) bool) {
 	p.firstMu.Lock()
 	defer p.firstMu.Unlock()
-	for row, e := range p.early {
+	for row, e := range p.prefetched {
 		if keep == nil || !keep(row) {
 			e.cancel()
-			delete(p.early, row)
+			delete(p.prefetched, row)
 		}
 	}
 }
 
-// adoptEarly waits for chunk c's early fetch, if bind started one, and
+// adoptPrefetch waits for chunk c's prefetch, if bind started one, and
 // returns its bytes with its IO counted as the scan's (nil: fetch it).
-func (s *Scan) adoptEarly(c *Chunk) []byte {
-	e := s.plan.takeEarly(c)
+func (s *Scan) adoptPrefetch(c *Chunk) []byte {
+	e := s.plan.takePrefetch(c)
 	if e == nil {
 		return nil
 	}

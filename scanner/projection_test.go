@@ -97,7 +97,7 @@ func TestProjectionUnderQueueing(t *testing.T) {
 	f.setQueue(10 * time.Millisecond)
 	// A budget of a few projected chunks: each chunk is decided once the
 	// ones before it have made the store queue.
-	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 12), MaxParallelIO: 16, MemoryBudget: 3 << 20, kneeFloor: 1}, []int{0})
+	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 12), MaxParallelIO: 16, MemoryBudget: 3 << 20, startingCapFloor: 1}, []int{0})
 	drain(t, scan, 2, 0)
 	scan.Close()
 	st := scan.Stats()

@@ -6,23 +6,23 @@ import (
 	"time"
 )
 
-// TestKneeProbeJudges: the probe's decisions over made-up windows. The
+// TestCapProbeJudges: the probe's decisions over made-up windows. The
 // warm-up window is never the baseline; a raise stays only when the
-// windows after it are kneeGain faster kneeVerdicts times in a row, and a
+// windows after it are growthGain faster growthVerdicts times in a row, and a
 // raise undone freezes the probe; a store without latency gets no trial.
-func TestKneeProbeJudges(t *testing.T) {
+func TestCapProbeJudges(t *testing.T) {
 	const mib = 1 << 20
 	t0 := time.Unix(0, 0)
-	// run feeds one look per window of kneeWindow: rates[i] MiB/s, a wait
+	// run feeds one look per window of growthWindow: rates[i] MiB/s, a wait
 	// in every window, IO free. It returns the caps set (0: none).
 	latency := true
-	run := func(rates ...float64) ([]int64, *kneeProbe) {
-		k := &kneeProbe{step: 10 * mib}
+	run := func(rates ...float64) ([]int64, *capProbe) {
+		k := &capProbe{step: 10 * mib}
 		capNow, wire := int64(64*mib), int64(0)
-		got := []int64{k.look(kneeLook{now: t0, cap: capNow, limit: 1 << 30, ioFree: true, latency: latency})}
+		got := []int64{k.look(capLook{now: t0, cap: capNow, limit: 1 << 30, ioFree: true, latency: latency})}
 		for i, r := range rates {
-			wire += int64(r * mib * kneeWindow.Seconds())
-			c := k.look(kneeLook{now: t0.Add(time.Duration(i+1) * kneeWindow), wire: wire, waits: int64(i + 1), cap: capNow, limit: 1 << 30, ioFree: true, latency: latency})
+			wire += int64(r * mib * growthWindow.Seconds())
+			c := k.look(capLook{now: t0.Add(time.Duration(i+1) * growthWindow), wire: wire, waits: int64(i + 1), cap: capNow, limit: 1 << 30, ioFree: true, latency: latency})
 			if c > 0 {
 				capNow = c
 			}

@@ -110,7 +110,7 @@ func (f *slowFiles) rows(t *testing.T, n int) []Row {
 // it, at most max_parallel_io of them in all, and the scan uses those bytes
 // instead of fetching them again: every chunk is requested once, the
 // store never sees more than max_parallel_io GETs at once, and the answer
-// is right. Without early fetches bind returns having sent 1 GET.
+// is right. Without prefetches bind returns having sent 1 GET.
 func TestBindFetchesEarly(t *testing.T) {
 	dir := t.TempDir()
 	stats, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 40, RowsPerChunk: 500, BatchesPerChunk: 2, Seed: 11})
@@ -153,9 +153,9 @@ func TestBindFetchesEarly(t *testing.T) {
 	}
 }
 
-// TestEarlyFetchFailsOver: an early fetch that failed is fetched again by
+// TestPrefetchFailsOver: an prefetch that failed is fetched again by
 // the scan; chunks Select dropped are not delivered from bind's fetches.
-func TestEarlyFetchFailsOver(t *testing.T) {
+func TestPrefetchFailsOver(t *testing.T) {
 	dir := t.TempDir()
 	stats, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 10, RowsPerChunk: 300, BatchesPerChunk: 1, Seed: 12})
 	if err != nil {
@@ -207,7 +207,7 @@ func TestEarlyFetchFailsOver(t *testing.T) {
 }
 
 // TestKeepIsNeverRequested: the chunks Config.Keep drops (a host's shard)
-// are not requested, not even by bind's early fetches; only the first,
+// are not requested, not even by bind's prefetches; only the first,
 // whose schema is the source's, is read at bind.
 func TestKeepIsNeverRequested(t *testing.T) {
 	dir := t.TempDir()
