@@ -59,9 +59,11 @@ type rowSource struct {
 	next    func() (*scanner.Batch, error) // nil batch at the end; safe for concurrent use
 	close   func()                         // idempotent; ends the source early if still running
 	threads int                            // how many threads can usefully fill at once
-	// delivery follows the batches handed out (progress.go); nil for
+	// progress is the share of the scan's bytes handed out, and parts the
+	// partition of each thread's rows (partition.go); nil for
 	// remote_segments_stats().
-	delivery *delivery
+	progress func() float64
+	parts    *partitions
 }
 
 // scanState is the global init data of one query.
@@ -211,9 +213,8 @@ func bind(info C.duckdb_bind_info) error {
 			scan.Close()
 			host.budgetsChanged()
 		}
-		d := newDelivery(plan.Chunks)
-		host.progress.add(scan.ID(), d.bytes)
-		return &rowSource{next: d.track(scan.Next), close: sync.OnceFunc(closeScan), threads: scan.MaxThreads(), delivery: d}, nil
+		progress := func() float64 { return scan.Stats().Progress }
+		return &rowSource{next: scan.Next, close: sync.OnceFunc(closeScan), threads: scan.MaxThreads(), progress: progress, parts: &partitions{}}, nil
 	}
 	setBindData(info, cols, start).plan = plan
 	return nil

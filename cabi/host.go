@@ -46,9 +46,6 @@ type Host struct {
 	// settings, when set, reads the host's remote_segments_<name> settings
 	// (the DuckDB 2.0 edition; parameter_settings.go, internal/policy).
 	settings settingReader
-	// progress records the scans' delivered fractions for
-	// remote_segments_stats() (progress.go).
-	progress *progressBook
 	// owner is this registration's Config.Owner (a database's): its
 	// remote_segments_stats() lists its own scans only.
 	owner uint64
@@ -102,7 +99,6 @@ func Register(con unsafe.Pointer, h Host) error {
 	if h.Process == nil {
 		h.Process = scanner.NewProcess(0)
 	}
-	h.progress = &progressBook{}
 	h.owner = h.Process.NewOwner()
 	var msg *C.char
 	if !bool(C.rs_register(C.duckdb_connection(con), C.uintptr_t(cgo.NewHandle(&h)), &msg)) {
@@ -127,7 +123,7 @@ func loadableHost() (h *Host) {
 	// calls the entry point once per database that loads the extension, but
 	// the shared library (and its Go runtime) once per process: every
 	// database shares the one Process.
-	h = &Host{TuneMemoryLimit: true, progress: &progressBook{}}
+	h = &Host{TuneMemoryLimit: true}
 	defer func() {
 		if r := recover(); r != nil {
 			h.loadErr = errors.New(reportPanic("loading remote_segments", r))

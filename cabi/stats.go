@@ -5,107 +5,11 @@ package cabi
 */
 import "C"
 
-import (
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/remote-segments/remote_segments/scanner"
-)
+import "github.com/remote-segments/remote_segments/scanner"
 
-// statsColumn is one column of remote_segments_stats(): its name, Arrow type
-// and value for a scan.
-type statsColumn struct {
-	name  string
-	typ   arrow.DataType
-	value func(s *scanner.ScanInfo) any // int64, float64, bool, string, or nil
-}
-
-var statsColumns = []statsColumn{
-	{"scan_id", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.ID) }},
-	{"source", arrow.BinaryTypes.String, func(s *scanner.ScanInfo) any { return s.Source }},
-	{"state", arrow.BinaryTypes.String, func(s *scanner.ScanInfo) any { return s.State }},
-	{"error", arrow.BinaryTypes.String, func(s *scanner.ScanInfo) any {
-		if s.Error == "" {
-			return nil
-		}
-		return s.Error
-	}},
-	{"chunks", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Chunks }},
-	{"batches", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Batches }},
-	{"rows", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Rows }},
-	{"wire_bytes", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.WireBytes }},
-	{"requests", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Requests }},
-	{"gets", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.GETs }},
-	{"retries", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Retries }},
-	{"hedges", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.HedgesIssued }},
-	{"hedges_won", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.HedgesWon }},
-	{"coalesced", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Coalesced }},
-	{"splits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Splits }},
-	{"projected_io", arrow.FixedWidthTypes.Boolean, func(s *scanner.ScanInfo) any { return s.ProjectedIO }},
-	{"max_parallel_io", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.Parallelism) }},
-	{"io_utilization", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return s.IOUtilization }},
-	{"budget_cap", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Cap }},
-	{"budget_peak", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Peak }},
-	{"budget_in_use", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.InUse }},
-	{"budget_waits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Waits }},
-	{"budget_wait_ms", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return float64(s.Budget.TotalWait.Microseconds()) / 1000 }},
-	{"budget_oversize", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.OversizeAdmits }},
-	{"budget_ratio", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return s.Budget.Multiplier }},
-	{"wall_ms", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any { return float64(s.Wall.Microseconds()) / 1000 }},
-	// The IO path's columns: sequential round trips per chunk, the chunks
-	// read column by column and the bytes that saved, throttled answers,
-	// and the throttling limit on requests in flight (lowest and final).
-	{"round_trips_per_chunk", arrow.PrimitiveTypes.Float64, func(s *scanner.ScanInfo) any {
-		if s.Chunks == 0 {
-			return nil
-		}
-		return float64(s.RoundTrips) / float64(s.Chunks)
-	}},
-	{"projected_chunks", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.ProjectedChunks }},
-	{"projection_saved_bytes", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.ProjectionSaved }},
-	{"throttled", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Throttled }},
-	{"io_limit_min", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.LimitMin) }},
-	{"io_limit_final", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return int64(s.LimitFinal) }},
-	{"budget_limit", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.BudgetLimit }},
-	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Fresh }},
-	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pool.Reused }},
-	{"budget_overcommits", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Budget.Overcommits }},
-	// The chunks of the source the scan never requested (shard := 'k/n',
-	// and in the 2.0 edition WHERE segment_id / chunk_id = or IN).
-	{"pruned", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.Pruned }},
-	// How often the budget's cap grew from the starting cap because the budget
-	// kept DuckDB waiting.
-	{"budget_cap_raises", arrow.PrimitiveTypes.Int64, func(s *scanner.ScanInfo) any { return s.CapRaises }},
-}
-
-// hostStatsColumns follow statsColumns: what the Host, not the scanner,
-// knows of a scan (NULL for a scan of another Host).
-var hostStatsColumns = []struct {
-	name  string
-	typ   arrow.DataType
-	value func(h *Host, s *scanner.ScanInfo) any
-}{
-	// The fraction of the scan's bytes delivered to DuckDB (progress.go):
-	// what the 2.0 edition reports to DuckDB's progress bar.
-	{"progress", arrow.PrimitiveTypes.Float64, func(h *Host, s *scanner.ScanInfo) any {
-		if f, ok := h.progress.progress(s.ID); ok {
-			return f
-		}
-		return nil
-	}},
-}
-
-func statsSchema() *arrow.Schema {
-	fields := make([]arrow.Field, len(statsColumns), len(statsColumns)+len(hostStatsColumns))
-	for i, c := range statsColumns {
-		fields[i] = arrow.Field{Name: c.name, Type: c.typ, Nullable: true}
-	}
-	for _, c := range hostStatsColumns {
-		fields = append(fields, arrow.Field{Name: c.name, Type: c.typ, Nullable: true})
-	}
-	return arrow.NewSchema(fields, nil)
-}
-
+// rsStatsBind binds remote_segments_stats(): the scans of this host's
+// database as scanner.StatsTable has them.
+//
 //export rsStatsBind
 func rsStatsBind(info C.duckdb_bind_info) {
 	defer func() {
@@ -114,14 +18,14 @@ func rsStatsBind(info C.duckdb_bind_info) {
 		}
 	}()
 	host := hostOf(info)
-	schema := statsSchema()
+	schema := scanner.StatsSchema()
 	cols, err := recordColumns(schema)
 	if err != nil {
 		setBindError(info, err.Error())
 		return
 	}
 	setBindData(info, cols, func([]int) (*rowSource, error) {
-		batch := &scanner.Batch{Record: statsRecord(schema, host.Process.ScansOf(host.owner), host)}
+		batch := &scanner.Batch{Record: scanner.StatsTable(host.Process.ScansOf(host.owner))}
 		done := false
 		return &rowSource{
 			next: func() (*scanner.Batch, error) {
@@ -135,33 +39,4 @@ func rsStatsBind(info C.duckdb_bind_info) {
 			threads: 1,
 		}, nil
 	})
-}
-
-func statsRecord(schema *arrow.Schema, scans []scanner.ScanInfo, host *Host) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for i := range scans {
-		values := make([]any, 0, len(statsColumns)+len(hostStatsColumns))
-		for _, col := range statsColumns {
-			values = append(values, col.value(&scans[i]))
-		}
-		for _, col := range hostStatsColumns {
-			values = append(values, col.value(host, &scans[i]))
-		}
-		for c, value := range values {
-			switch v := value.(type) {
-			case nil:
-				b.Field(c).AppendNull()
-			case int64:
-				b.Field(c).(*array.Int64Builder).Append(v)
-			case float64:
-				b.Field(c).(*array.Float64Builder).Append(v)
-			case bool:
-				b.Field(c).(*array.BooleanBuilder).Append(v)
-			case string:
-				b.Field(c).(*array.StringBuilder).Append(v)
-			}
-		}
-	}
-	return b.NewRecordBatch()
 }

@@ -145,10 +145,10 @@ func rsV2Progress(global C.uintptr_t) (f C.double) {
 		}
 	}()
 	s := cgo.Handle(global).Value().(*scanState)
-	if s.rows.delivery == nil {
+	if s.rows.progress == nil {
 		return 0
 	}
-	return C.double(s.rows.delivery.bytes.fraction())
+	return C.double(s.rows.progress())
 }
 
 // rsV2Partition returns the segment (malloc'd) and, in index, the batch
@@ -164,10 +164,10 @@ func rsV2Partition(global, local C.uintptr_t, index *C.idx_t) *C.char {
 	}()
 	s := cgo.Handle(global).Value().(*scanState)
 	t := cgo.Handle(local).Value().(*threadState)
-	if s.rows.delivery == nil {
+	if s.rows.parts == nil {
 		return nil
 	}
-	i, seg := s.rows.delivery.partition(t)
+	i, seg := s.rows.parts.of(t)
 	*index = C.idx_t(i)
 	if i == 0 {
 		return nil

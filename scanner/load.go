@@ -151,9 +151,9 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	}
 	// The ranges' buffers come from the budget's pool, as a whole chunk's
 	// does, and are the lease's until it closes (the batches reference
-	// them): fresh ones each chunk made a scan of one column of four on
-	// versitygw peak at 183 MiB of RSS and 39k page faults, against 129 MiB
-	// and 22k for all four.
+	// them): fresh buffers for each chunk's ranges would fault in more
+	// memory for a projected scan than a whole one takes (see BENCHMARKS.md,
+	// "Figures behind the code").
 	var alloc func(int) []byte
 	var maps *mapping
 	ca, _ := mem.(*countingAllocator)

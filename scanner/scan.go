@@ -54,6 +54,7 @@ type Scan struct {
 	sched     *iosched.Scheduler // the first chunk's domain, for utilization
 	ioStart   iosched.Stats
 	trace     *traceWriter
+	progress  *progress
 
 	closeOnce sync.Once
 	end       time.Time
@@ -62,7 +63,7 @@ type Scan struct {
 
 	chunks, batches, rows, wire                                         atomic.Int64
 	requests, gets, retries, hedgesIssued, hedgesWon, splits, coalesced atomic.Int64
-	// IO path (iocost.go): round trips, projected chunks and the bytes
+	// IO path (projection.go): round trips, projected chunks and the bytes
 	// their projection saved, throttled answers, the lowest limit seen,
 	// and the footer length the first projected chunk had.
 	roundTrips, projectedChunks, projectionSaved, throttled, limitMin, footerLen atomic.Int64
@@ -96,9 +97,8 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	if capacity <= 0 {
 		// The default is never below two chunks (one consumed, the next
 		// fetched), the starting cap's floor: a scan of a few large chunks would
-		// otherwise fetch and consume them one after the other (4 chunks of
-		// 66 MiB: a fraction of 66 MiB, one at a time, 0.46-0.58x the raw
-		// loop; 132 MiB, 0.57-0.66x).
+		// otherwise fetch and consume them one after the other (see
+		// BENCHMARKS.md, "Figures behind the code").
 		capacity = max(budget.Size(total, p.cfg.BudgetFraction, 0, 0), min(2*largest, budget.DefaultMax))
 	}
 	if p.cfg.Process.Memory != nil {
@@ -117,6 +117,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	s.budget = budget.New(capacity, opts...)
 	s.ready = newReadyQueue(len(p.Chunks), p.cfg.Ordered)
+	s.progress = newProgress(p.Chunks)
 	if len(p.Chunks) > 1 && p.Chunks[0].DecodedBytes < 0 {
 		s.probe = make(chan struct{})
 	}
@@ -137,9 +138,8 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.growth.step = max(largest, 1<<20)
 	// Requests in flight hide round trips; where the store's round trip
 	// (Model.Floor: bind's GETs are in it) is under minLatencyToHide there
-	// are none to hide, and the starting cap is the chunks' alone (versitygw on
-	// this machine, W4: 64 and 128 MiB equally fast, 127 against 194-216
-	// MiB of RSS).
+	// are none to hide, and the starting cap is the chunks' alone (see
+	// BENCHMARKS.md, "Figures behind the code").
 	parallel := s.share(s.ioStart, s.ioStart.Workers)
 	if m := sched.Model(); m.Samples > 0 && m.Floor < minLatencyToHide {
 		parallel = 0
@@ -233,8 +233,7 @@ func (s *Scan) planChunks() {
 		// Decided before the reservation, so that it is for the bytes
 		// the chunk will be read in: a chunk the cost model reads whole
 		// under a reservation for its fields would take several times
-		// its share (versitygw under a scan's own load, sum of one
-		// column of four: budget_peak 1.5-2.5x the cap).
+		// its share of the budget.
 		project := s.chunkProjects(c)
 		lease, err := s.reserve(c, project)
 		if err != nil {
@@ -365,11 +364,13 @@ func (s *Scan) Next() (*Batch, error) {
 	if s.plan.cfg.DebugPanic == "next" {
 		panic("remote_segments: debug_panic at next")
 	}
-	if b, err, ok := s.ready.poll(); ok {
-		return b, err
+	b, err, ok := s.ready.poll()
+	if !ok {
+		s.starved()
+		b, err = s.ready.pop(s.ctx)
 	}
-	s.starved()
-	return s.ready.pop(s.ctx)
+	s.progress.handedOut(b, err)
+	return b, err
 }
 
 // Close cancels the scan, waits for its goroutines, and frees every batch
@@ -423,8 +424,9 @@ func (s *Scan) Stats() Stats {
 		ProjectionSaved: s.projectionSaved.Load(), Throttled: s.throttled.Load(),
 		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
 		BudgetLimit: s.limit, CapRaises: s.growth.raises.Load(),
-		Pool:   s.budget.PoolStats(),
-		Pruned: s.plan.pruned,
+		Pool:     s.budget.PoolStats(),
+		Pruned:   s.plan.pruned,
+		Progress: s.progress.fraction(),
 	}
 }
 

@@ -304,6 +304,9 @@ type Stats struct {
 	// Pruned counts the chunks of the source that Select dropped before
 	// the scan: never requested.
 	Pruned int64
+	// Progress is the share of the scan's bytes handed out by Next, from
+	// 0 to 1 (progress.go).
+	Progress float64
 	// Throttled counts the 429/503 answers the scan's GETs got.
 	Throttled int64
 	// LimitMin and LimitFinal are the domain's throttling limit on

@@ -179,7 +179,7 @@ func (r *report) write() error {
 	sections := readSections(r.c.sections, r.c.report)
 	w("# Benchmarks\n\n")
 	if sections.goals != "" {
-		w("**Goals tracked (issue 12)**, each measured in this run or in the `make bench` run that wrote its section (dated there):\n\n%s\n", sections.goals)
+		w("**Goals tracked**, each measured in this run or in the `make bench` run that wrote its section (dated there):\n\n%s\n", sections.goals)
 	}
 	w("**W1: remote_segments reaches ≥ 1.2× the best peer engine's throughput at ≤ 0.5× its peak RSS.**\n\n")
 	var metBy []string
