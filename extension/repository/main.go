@@ -162,6 +162,8 @@ func run(c config) error {
 			if err := writeSigned(src, dst, platform, c.extVersion, key); err != nil {
 				return err
 			}
+			final := filepath.Join(c.out, version, platform, filepath.Base(dst))
+			fmt.Printf("repository: %s <- %s\n", final, src)
 			written[src] = dst
 		}
 	}
@@ -224,7 +226,7 @@ func writeSigned(src, dst, platform, extVersion string, key *rsa.PrivateKey) err
 	if err := os.WriteFile(dst, z.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("repository: %w", err)
 	}
-	fmt.Printf("repository: %s (%s, %s %s) <- %s\n", dst, field(b, fieldExtVersion), field(b, fieldAPI), platform, src)
+	fmt.Printf("repository: signed %s (%s, C API %s, %s)\n", src, field(b, fieldExtVersion), field(b, fieldAPI), platform)
 	return nil
 }
 
