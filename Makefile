@@ -4,6 +4,9 @@
 #                   DuckDB 1.4-2.0) and its DuckDB 2.0 edition
 #                   build/release/v2.0.0/remote_segments.duckdb_extension (V2 C API)
 #   make demo       build, write a sample dataset, query it in the DuckDB CLI (2.0 edition)
+#   make repository build/repository/: a signed DuckDB extension repository (INSTALL ... FROM)
+#                   for linux_amd64 and linux_arm64 (cross-built)
+#   make test-arm64 the SQL suite on DuckDB 2.0 for arm64 under qemu-user, and INSTALL from the repository
 #   make test       every test: Go (with -race), SQL tests in five DuckDB hosts (the CLI twice: both files)
 #   make bench      benchmarks (ratios against references measured in the same run)
 #   make fuzz       every Go fuzz target for FUZZTIME (default 5m) each; results in test/RELIABILITY.md
@@ -33,6 +36,7 @@ DEMO_DATA := build/demo-data
 GO_SOURCES := $(shell find . -path ./.tools -prune -o -path ./build -prune -o \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' \) -print) go.mod go.sum
 
 .PHONY: release debug profile demo test test-go test-sql bench duckdb versitygw headers host clean tools dask dask-demo
+.PHONY: repository arm64 test-arm64 test-install
 
 release: $(EXT) $(EXT_V2)
 debug: $(EXT_DBG)
@@ -47,6 +51,38 @@ $(EXT_DBG): $(GO_SOURCES) tools/build-extension.sh
 
 $(EXT_PROF): $(GO_SOURCES) tools/build-extension.sh
 	tools/build-extension.sh profile
+
+# linux_arm64: both files cross-built by Go's cgo with Debian's cross C
+# compiler; it, qemu-user and DuckDB 2.0 for arm64 are unpacked into .tools/
+# (tools/install-arm64.sh).
+EXT_ARM64    := build/release/linux_arm64/remote_segments.duckdb_extension
+EXT_ARM64_V2 := build/release/linux_arm64/v2.0.0/remote_segments.duckdb_extension
+DUCKDB_ARM64 := .tools/bin/duckdb-arm64
+
+arm64:
+	tools/install-arm64.sh
+
+$(EXT_ARM64) $(EXT_ARM64_V2) &: $(GO_SOURCES) tools/build-extension.sh tools/fetch-duckdb-v2-headers.sh tools/install-arm64.sh
+	tools/install-arm64.sh
+	tools/build-extension.sh release linux_arm64
+
+# The DuckDB versions whose directory in the repository serves the portable
+# file (C API v1.2.0): DuckDB looks only in the directory of its own version.
+# Under v2.0.0 the 2.0 edition replaces it (REPOSITORY_V2_VERSIONS): it is
+# built for exactly that engine and has what the portable file cannot (see
+# the README's Install section).
+REPOSITORY_DUCKDB_VERSIONS := v1.4.0 v1.4.1 v1.4.2 v1.4.3 v1.4.4 v1.5.0 v1.5.1 v1.5.2 v1.5.3 v1.5.4 v1.5.5 v1.5.6 v2.0.0
+REPOSITORY_V2_VERSIONS := v2.0.0
+REPOSITORY := build/repository
+# The signing key: made by the first `make repository`, never committed (build/
+# is ignored). Publish with a key of your own: REPOSITORY_KEY=/path/key.pem.
+REPOSITORY_KEY ?= build/repository-key.pem
+REPOSITORY_ARGS = -versions "$(REPOSITORY_DUCKDB_VERSIONS)" -v2-versions "$(REPOSITORY_V2_VERSIONS)" \
+	-ext linux_amd64=$(EXT) -ext-v2 linux_amd64=$(EXT_V2) \
+	-ext linux_arm64=$(EXT_ARM64) -ext-v2 linux_arm64=$(EXT_ARM64_V2)
+
+repository: $(EXT) $(EXT_V2) $(EXT_ARM64) $(EXT_ARM64_V2)
+	go run ./extension/repository -out $(REPOSITORY) -key $(REPOSITORY_KEY) $(REPOSITORY_ARGS)
 
 headers:
 	tools/fetch-duckdb-headers.sh
@@ -140,6 +176,33 @@ test-sql: release $(GOHOST)
 	REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 REMOTE_SEGMENTS_MEMORY_LIMIT=512MiB GORACE=halt_on_error=1 go run ./test/cmd/sqltest -serve -strict \
 		-ext $(CURDIR)/$(EXT) -ext-v2 $(CURDIR)/$(EXT_V2) -duckdb $(CURDIR)/$(DUCKDB) -host $(CURDIR)/$(HOST) -host14 $(CURDIR)/$(HOST14) \
 		-gohost $(CURDIR)/$(GOHOST) -data $(CURDIR)/$(TEST_DATA) test/sql
+
+# INSTALL from a repository served on 127.0.0.1 (test/install, also part of
+# test-go): the 2.0 CLI signed (no -unsigned) and unsigned, the 1.5.6 and 1.4.4
+# engines; LOAD by name, UPDATE EXTENSIONS after a changed file, a late load
+# after DuckDB's own extensions, the demo query against expected.csv.
+# test-arm64 adds the arm64 CLI under qemu.
+test-install: release duckdb host
+	go test -count=1 -timeout 10m -v ./test/install
+
+# The SQL suite on DuckDB 2.0 for arm64 under qemu-user: every file on the
+# 2.0 edition (host cli-v2: the file an arm64 DuckDB 2.0 installs from the
+# repository), the portable file (host cli) on ARM64_PORTABLE_SQL only (its
+# other records run on amd64 in make test: the whole suite twice under
+# emulation takes longer than 15 minutes on 2 cores); then the install test
+# with the arm64 CLI. Not part of make test: a fresh clone needs the cross
+# toolchain and the arm64 packages, and a cold cross build of Go's runtime.
+ARM64_PORTABLE_SQL := test/sql/remote_segments.test test/sql/types.test test/sql/edge.test
+ARM64_SQLTEST = REMOTE_SEGMENTS_MAX_PARALLEL_IO=6 REMOTE_SEGMENTS_MEMORY_LIMIT=512MiB go run ./test/cmd/sqltest -serve -strict -timeout 10m \
+	-ext $(CURDIR)/$(EXT_ARM64) -ext-v2 $(CURDIR)/$(EXT_ARM64_V2) -duckdb $(CURDIR)/$(DUCKDB_ARM64) -host "" -host14 "" -gohost "" \
+	-data $(CURDIR)/$(TEST_DATA)
+test-arm64: $(EXT_ARM64) $(EXT_ARM64_V2) release duckdb host
+	tools/check-extension.sh $(EXT_ARM64)
+	tools/check-extension.sh $(EXT_ARM64_V2)
+	go run ./test/cmd/datagen -types -out $(TEST_DATA)
+	$(ARM64_SQLTEST) -hosts cli-v2 test/sql
+	$(ARM64_SQLTEST) -hosts cli $(ARM64_PORTABLE_SQL)
+	go test -count=1 -timeout 20m -v ./test/install -args -install.arm64
 
 # Every fuzz target of the module for FUZZTIME each, two at a time; the last
 # result of each goes into the fuzzing section of test/RELIABILITY.md, a

@@ -13,7 +13,7 @@
 # Pinned: the package version and the sha256 of the .deb and of the header.
 # Idempotent: when the extracted table is present with the recorded sum,
 # nothing is fetched. The package comes through a private apt configuration
-# (as tools/install-duckdb-cli.sh does), never the machine's own.
+# (tools/private-apt.sh), never the machine's own.
 set -euo pipefail
 
 package=libduckdb-dev
@@ -36,52 +36,11 @@ if [[ -f "$out" && -f "$stamp" && "$(cat "$stamp")" == "$hpp_sha256" ]] && grep 
 	exit 0
 fi
 
-command -v apt-get >/dev/null || die "apt-get not found (needed to download $package $version)"
-command -v dpkg-deb >/dev/null || die "dpkg-deb not found"
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-[[ -r "$keyring" ]] || die "$keyring missing (package debian-archive-keyring)"
-
-# The machine's Debian mirror, as tools/install-duckdb-cli.sh finds it.
-mirror=$(awk 'BEGIN { RS = ""; FS = "\n" }
-	{ uris = ""; suites = ""
-	  for (i = 1; i <= NF; i++) {
-		if ($i ~ /^URIs:/)   { uris = $i;   sub(/^URIs:[ \t]*/, "", uris) }
-		if ($i ~ /^Suites:/) { suites = $i }
-	  }
-	  if (uris ~ /\/debian\/?([ \t]|$)/ && suites !~ /security/) { split(uris, u, /[ \t]+/); print u[1]; exit } }' \
-	/etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
-if [[ -z "$mirror" ]]; then
-	mirror=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /\/debian\/?$/) { print $i; exit } }' \
-		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -n1)
-fi
-[[ -n "$mirror" ]] || die "no Debian mirror found in /etc/apt/sources.list{,.d/*}"
-mirror=${mirror%/}
-
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-apt_dir="$tmp/apt"
-mkdir -p "$apt_dir"/{etc/apt.conf.d,etc/preferences.d,state/lists/partial,cache/archives/partial}
-: >"$apt_dir/state/status"
-echo "deb [signed-by=$keyring] $mirror unstable main" >"$apt_dir/etc/sources.list"
-cat >"$apt_dir/apt.conf" <<EOF
-Dir::Etc::main "/dev/null";
-Dir::Etc::parts "$apt_dir/etc/apt.conf.d";
-Dir::Etc::sourcelist "$apt_dir/etc/sources.list";
-Dir::Etc::sourceparts "-";
-Dir::Etc::preferences "/dev/null";
-Dir::Etc::preferencesparts "$apt_dir/etc/preferences.d";
-Dir::State "$apt_dir/state";
-Dir::State::status "$apt_dir/state/status";
-Dir::Cache "$apt_dir/cache";
-Dir::Cache::archives "$apt_dir/cache/archives";
-Debug::NoLocking "true";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
-Acquire::Languages "none";
-Acquire::Check-Valid-Until "false";
-EOF
-export APT_CONFIG="$apt_dir/apt.conf"
-apt-get -q update >/dev/null || die "apt-get update against $mirror unstable failed"
+# shellcheck source=tools/private-apt.sh
+source "$repo_root/tools/private-apt.sh"
+private_apt_setup "$tmp/apt" unstable amd64 "" >/dev/null
 (cd "$tmp" && apt-get -q download "$package=$version" >/dev/null 2>&1) || die "apt-get download $package=$version failed"
 deb=$(ls "$tmp"/${package}_*.deb 2>/dev/null | head -n1)
 [[ -f "$deb" ]] || die "no .deb downloaded"

@@ -4,11 +4,11 @@
 # and write the wrapper .tools/bin/duckdb that starts it through the unpacked
 # dynamic loader.
 #
-# How: a private apt configuration (own sources list, state, cache, an empty
-# dpkg status so apt fetches the package's whole dependency closure, no system
-# apt.conf.d hooks) whose mirror URI is read from the machine's own apt
-# sources; `apt-get install --download-only`; `dpkg-deb -x` of every .deb into
-# .tools/duckdb/root.
+# How: a private apt configuration (tools/private-apt.sh: own sources list,
+# state, cache, an empty dpkg status so apt fetches the package's whole
+# dependency closure, no system apt.conf.d hooks) whose mirror URI is read from
+# the machine's own apt sources; `apt-get install --download-only`;
+# `dpkg-deb -x` of every .deb into .tools/duckdb/root.
 #
 # Idempotent: when the wrapper exists and answers `-version`, nothing is done.
 # Pass --force to provision again. Exits non-zero with a message when the
@@ -23,7 +23,6 @@ wrapper="$tools_dir/bin/duckdb"
 apt_dir="$tools_dir/apt"
 suite=${DUCKDB_DEBIAN_SUITE:-unstable}
 package=duckdb
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 die() { echo "install-duckdb-cli: $*" >&2; exit 1; }
 
@@ -43,73 +42,12 @@ if [[ $force -eq 0 ]] && version=$(check_wrapper); then
 	exit 0
 fi
 
-command -v apt-get >/dev/null || die "apt-get not found: this script needs a Debian-based machine"
-command -v dpkg-deb >/dev/null || die "dpkg-deb not found"
-[[ -r "$keyring" ]] || die "$keyring missing (package debian-archive-keyring)"
-
-# The machine's Debian mirror: the first URI of a deb source whose suites name
-# a release of Debian proper (not -security), from deb822 .sources files or
-# one-line .list files.
-mirror_uri() {
-	local f
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[[ -r "$f" ]] || continue
-		awk '
-			BEGIN { RS = ""; FS = "\n" }
-			{
-				uris = ""; suites = ""; types = ""
-				for (i = 1; i <= NF; i++) {
-					if ($i ~ /^URIs:/)   { uris = $i;   sub(/^URIs:[ \t]*/, "", uris) }
-					if ($i ~ /^Suites:/) { suites = $i; sub(/^Suites:[ \t]*/, "", suites) }
-					if ($i ~ /^Types:/)  { types = $i }
-				}
-				if (types ~ /deb([ \t]|$)/ && uris ~ /\/debian\/?([ \t]|$)/ && suites !~ /security/) {
-					split(uris, u, /[ \t]+/); print u[1]; exit
-				}
-			}' "$f"
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -r "$f" ]] || continue
-		awk '$1 == "deb" {
-				i = 2; if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
-				if ($i ~ /\/debian\/?$/ && $(i+1) !~ /security/) { print $i; exit }
-			}' "$f"
-	done
-}
-mirror=$(mirror_uri | head -n1)
-[[ -n "$mirror" ]] || die "no Debian mirror found in /etc/apt/sources.list{,.d/*}"
-mirror=${mirror%/}
-echo "install-duckdb-cli: mirror $mirror, suite $suite"
-
-rm -rf "$apt_dir"
-mkdir -p "$apt_dir"/{etc/apt.conf.d,etc/preferences.d,state/lists/partial,cache/archives/partial}
-: >"$apt_dir/state/status"
-echo "deb [signed-by=$keyring] $mirror $suite main" >"$apt_dir/etc/sources.list"
-cat >"$apt_dir/apt.conf" <<EOF
-Dir::Etc::main "/dev/null";
-Dir::Etc::parts "$apt_dir/etc/apt.conf.d";
-Dir::Etc::sourcelist "$apt_dir/etc/sources.list";
-Dir::Etc::sourceparts "-";
-Dir::Etc::preferences "/dev/null";
-Dir::Etc::preferencesparts "$apt_dir/etc/preferences.d";
-Dir::State "$apt_dir/state";
-Dir::State::status "$apt_dir/state/status";
-Dir::Cache "$apt_dir/cache";
-Dir::Cache::archives "$apt_dir/cache/archives";
-Debug::NoLocking "true";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
-APT::Install-Recommends "false";
-Acquire::Languages "none";
-// The mirror may be a dated snapshot; the machine's own apt config does the same.
-Acquire::Check-Valid-Until "false";
-EOF
-export APT_CONFIG="$apt_dir/apt.conf"
-
-apt-get -q update || die "apt-get update against $mirror $suite failed"
-candidate=$(apt-cache policy "$package" | awk '/Candidate:/ { print $2 }')
-[[ -n "$candidate" && "$candidate" != "(none)" ]] ||
-	die "package '$package' is not available in Debian $suite at $mirror"
+# shellcheck source=tools/private-apt.sh
+source "$repo_root/tools/private-apt.sh"
+# An empty status: apt downloads the package's whole dependency closure.
+private_apt_setup "$apt_dir" "$suite" amd64 ""
+candidate=$(apt_candidate "$package") ||
+	die "package '$package' is not available in Debian $suite"
 echo "install-duckdb-cli: $package $candidate"
 
 # An empty dpkg status makes apt download the full dependency closure

@@ -61,6 +61,7 @@ func main() {
 	data := flag.String("data", envOr("SQLTEST_DATA", "test/data"), "data directory, for ${DATA}")
 	timeout := flag.Duration("timeout", sqllogictest.DefaultStatementTimeout, "per-statement timeout")
 	verbose := flag.Bool("v", false, "print every record")
+	only := flag.String("hosts", "", "comma-separated host names to run (cli, cli-v2, engine, engine-1.4, go); empty: every host given")
 	withServers := flag.Bool("serve", false, "serve -data over HTTP and from versitygw (bucket \"data\") and set ${HTTP}, ${S3_ENDPOINT}, ${S3_KEY}, ${S3_SECRET}, ${S3_REGION}")
 	flag.Var(vars, "var", "NAME=VALUE for ${NAME} (repeatable)")
 	flag.Usage = func() {
@@ -99,6 +100,13 @@ func main() {
 	if *goHost != "" {
 		hosts = append(hosts, sqllogictest.GoHost(abs(*goHost)))
 	}
+	if *only != "" {
+		hosts = selectHosts(hosts, strings.Split(*only, ","))
+		if len(hosts) == 0 {
+			fmt.Fprintf(os.Stderr, "sqltest: -hosts %s names none of the hosts given\n", *only)
+			os.Exit(2)
+		}
+	}
 	if _, ok := vars["EXT"]; !ok && *ext != "" {
 		vars["EXT"] = abs(*ext)
 		if _, err := os.Stat(vars["EXT"]); err != nil {
@@ -133,6 +141,20 @@ func main() {
 		fmt.Fprintf(os.Stderr, "sqltest: -strict: %d host(s) unavailable\n", len(rep.Unavailable))
 		exit = 2
 	}
+}
+
+// selectHosts keeps the hosts whose name is in names.
+func selectHosts(hosts []sqllogictest.Host, names []string) []sqllogictest.Host {
+	var kept []sqllogictest.Host
+	for _, h := range hosts {
+		for _, n := range names {
+			if h.Name == strings.TrimSpace(n) {
+				kept = append(kept, h)
+				break
+			}
+		}
+	}
+	return kept
 }
 
 func abs(p string) string {
