@@ -36,6 +36,7 @@ func rsV2Bind(info C.duckdb_bind_info) {
 func rsV2HostForDatabase() C.uintptr_t {
 	h := loadableHost()
 	h.settings = readV2Setting
+	h.prunesAfterBind = true
 	return C.uintptr_t(cgo.NewHandle(h))
 }
 
