@@ -217,3 +217,36 @@ func TestPrunedAfterBindIsNeverRequested(t *testing.T) {
 		t.Errorf("%d chunks pruned, %d scanned; want 4 and 8", st.Pruned, st.Chunks)
 	}
 }
+
+// TestConsumerStopsEarly: a consumer that takes one batch and stops (a
+// LIMIT) leaves at most max_parallel_io chunks read beyond the one it
+// reached, though the budget would hold every chunk: the planner waits
+// for a consumer to reach a chunk before it reserves one more.
+func TestConsumerStopsEarly(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 40, RowsPerChunk: 300, BatchesPerChunk: 2, Seed: 14}); err != nil {
+		t.Fatal(err)
+	}
+	f := newSlowFiles(t, dir, time.Millisecond)
+	const parallel = 4
+	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 40), MaxParallelIO: parallel, MemoryBudget: 1 << 30}, []int{0})
+	defer scan.Close()
+	b, err := scan.Next()
+	if err != nil || b == nil {
+		t.Fatalf("first batch: %v, %v", b, err)
+	}
+	defer b.Close()
+	deadline := time.Now().Add(waitTimeout)
+	for scan.chunks.Load() < parallel+1 || len(scan.ahead) < cap(scan.ahead) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d chunks decoded, %d of %d lookahead slots held: the planner never filled its lookahead", scan.chunks.Load(), len(scan.ahead), cap(scan.ahead))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Every slot is held by a chunk no consumer reached: nothing more can
+	// be reserved or requested until Next hands one out.
+	if n, gets := f.served(); len(gets) != parallel+1 || n != parallel+1 || scan.chunks.Load() != parallel+1 {
+		t.Errorf("%d chunks decoded, %d requested in %d GETs; want %d each: the one reached and max_parallel_io more",
+			scan.chunks.Load(), len(gets), n, parallel+1)
+	}
+}

@@ -58,11 +58,17 @@ type Scan struct {
 	wg        sync.WaitGroup
 	unmaps    sync.WaitGroup // Batch.Close's unmapping of chunks closed so far
 	slots     chan struct{}
-	hold      *iosched.Hold      // keeps the first chunk's domain open until Close
-	sched     *iosched.Scheduler // the first chunk's domain, for utilization
-	ioStart   iosched.Stats
-	trace     *traceWriter
-	progress  *progress
+	// ahead bounds the chunks reserved that no consumer has reached yet
+	// (a slot each, given back when Next hands out the chunk's first
+	// batch): the scan's max_parallel_io share. A consumer that stops
+	// early (a LIMIT) then leaves at most that many chunks read for
+	// nothing, whatever the budget would allow.
+	ahead    chan struct{}
+	hold     *iosched.Hold      // keeps the first chunk's domain open until Close
+	sched    *iosched.Scheduler // the first chunk's domain, for utilization
+	ioStart  iosched.Stats
+	trace    *traceWriter
+	progress *progress
 
 	closeOnce sync.Once
 	end       time.Time
@@ -164,6 +170,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		parallel = 0
 	}
 	s.budget.SetCap(min(capacity, startingCap(largest, parallel, p.cfg.RequestSize, p.cfg.startingCapFloor)))
+	s.ahead = make(chan struct{}, max(1, s.share(s.ioStart, s.ioStart.Workers)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		p.cfg.Process.traces.add(s.id, s.trace)
@@ -286,6 +293,11 @@ func (s *Scan) planChunks() {
 	defer s.guard()
 	for i := range s.plan.Chunks {
 		select {
+		case s.ahead <- struct{}{}:
+		case <-s.ctx.Done():
+			return
+		}
+		select {
 		case s.slots <- struct{}{}:
 		case <-s.ctx.Done():
 			return
@@ -385,7 +397,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	s.trace.budget(s.budget)
 	s.chunks.Add(1)
 	out = make([]*Batch, 0, len(batches))
-	cl := &chunkLease{lease: lease, open: len(batches)}
+	cl := &chunkLease{lease: lease, open: len(batches), ahead: s.ahead}
 	var rows int64
 	for _, b := range batches {
 		rows += b.NumRows()
@@ -413,6 +425,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	queued = true
 	if len(batches) == 0 {
 		lease.Close()
+		cl.handedOut() // nothing for a consumer to reach
 	}
 	s.ready.put(i, out)
 }
@@ -434,6 +447,9 @@ func (s *Scan) Next() (*Batch, error) {
 	if !ok {
 		s.starved()
 		b, err = s.ready.pop(s.ctx)
+	}
+	if b != nil {
+		b.cl.handedOut()
 	}
 	s.progress.handedOut(b, err)
 	return b, err

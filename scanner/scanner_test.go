@@ -652,7 +652,9 @@ func TestBudgetTellsTheTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := &liveAllocator{Allocator: memory.NewGoAllocator()}
-	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 8 << 20}, nil)
+	// max_parallel_io 32: the chunks a scan reads ahead of its consumer
+	// (as many) then hold more than the budget, which fills.
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), Allocator: mem, MemoryBudget: 8 << 20, MaxParallelIO: 32}, nil)
 	defer scan.Close()
 	var heldPeak, budgetPeak int64
 	done := make(chan struct{})
