@@ -122,6 +122,67 @@ func rsV2PushFilter(bind C.uintptr_t, column C.idx_t, values **C.char, n C.idx_t
 	return true
 }
 
+// constantTypes names the DuckDB types whose name as a constant's type
+// differs from logicalName's.
+var constantTypes = map[string]string{"TIMESTAMP_TZ": "TIMESTAMP WITH TIME ZONE"}
+
+// rsV2PruneBounds drops the chunks of the scan of bind (a bindState
+// handle) whose catalog bounds of declared column rule out every row of
+// `column op constants` (c op column when flipped), op being a DuckDB
+// comparison (=, <, <=, >, >=, IN, BETWEEN); texts and types are the
+// constants' text and type names. The filter stays DuckDB's: this only
+// prunes, so a comparison it cannot read (a constant of another type than
+// the column's, a type without an order) prunes nothing.
+//
+//export rsV2PruneBounds
+func rsV2PruneBounds(bind C.uintptr_t, column C.idx_t, op C.int32_t, flipped C.bool, texts, types **C.char, n C.idx_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			reportPanic("rsV2PruneBounds", r) // nothing pruned: DuckDB filters every row anyway
+		}
+	}()
+	b := cgo.Handle(bind).Value().(*bindState)
+	if b.plan == nil || int(column) >= len(b.columns) || b.columns[column].field < 0 {
+		return
+	}
+	col := b.columns[column]
+	want := logicalName(col.typ)
+	if name, ok := constantTypes[want]; ok {
+		want = name
+	}
+	values := make([]string, int(n))
+	for i := range values {
+		if C.GoString(unsafe.Slice(types, int(n))[i]) != want {
+			return
+		}
+		values[i] = C.GoString(unsafe.Slice(texts, int(n))[i])
+	}
+	var cmp scanner.Op
+	switch op {
+	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL:
+		cmp = scanner.OpEqual
+	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHAN:
+		cmp = scanner.OpLess
+	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHANOREQUALTO:
+		cmp = scanner.OpLessEqual
+	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHAN:
+		cmp = scanner.OpGreater
+	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHANOREQUALTO:
+		cmp = scanner.OpGreaterEqual
+	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN:
+		cmp = scanner.OpIn
+	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_BETWEEN:
+		cmp = scanner.OpBetween
+	default:
+		return
+	}
+	if flipped {
+		cmp = cmp.Flip()
+	}
+	name := b.plan.Schema.Field(col.field).Name
+	_, _ = b.plan.PruneByBounds(name, cmp, values) // an error: nothing pruned
+}
+
 // rsV2IsSegmentColumn reports whether declared column is segment_id.
 //
 //export rsV2IsSegmentColumn
