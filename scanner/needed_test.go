@@ -134,6 +134,9 @@ func TestCountReadsNoChunk(t *testing.T) {
 			t.Errorf("%d threads: %d GETs, %d requests, %d wire bytes, %d chunks, progress %v; want 0, 0, 0, 12, 1",
 				threads, st.GETs, st.Requests, st.WireBytes, st.Chunks, st.Progress)
 		}
+		if st.SchemaRequests != int64(atBind) || st.SchemaBytes <= 0 || st.SchemaBytes > 68<<10 {
+			t.Errorf("%d threads: bind's schema reads %d requests, %d bytes; want the store's %d, at most 68 KiB", threads, st.SchemaRequests, st.SchemaBytes, atBind)
+		}
 		if state, err := scan.state(); state != "done" || err != nil {
 			t.Errorf("%d threads: state %s (%v), want done", threads, state, err)
 		}

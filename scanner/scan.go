@@ -506,8 +506,9 @@ func (s *Scan) Stats() Stats {
 		ProjectionSaved: s.projectionSaved.Load(), Throttled: s.throttled.Load(),
 		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
 		BudgetLimit: s.limit, CapRaises: s.growth.raises.Load(),
-		Pool:     s.budget.PoolStats(),
-		Pruned:   s.plan.pruned,
+		Pool:           s.budget.PoolStats(),
+		Pruned:         s.plan.pruned,
+		SchemaRequests: s.plan.schemaRequests, SchemaBytes: s.plan.schemaBytes,
 		Progress: s.progress.fraction(),
 	}
 }

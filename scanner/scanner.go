@@ -56,6 +56,9 @@ type Plan struct {
 	home string
 	// pruned counts the chunks Select dropped.
 	pruned int64
+	// schemaRequests and schemaBytes are what bind read of the chunks for
+	// the schema (set by Bind, read-only after).
+	schemaRequests, schemaBytes int64
 	// id is the query id of the plan's first scan, taken at bind for its
 	// prefetches (prefetch.go); idUsed once a scan has it.
 	id     uint64
@@ -198,8 +201,18 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, prepare func(*iosched.Request)
 // fetchAtBind is fetchWhole before any scan runs.
 func (p *Plan) fetchAtBind(ctx context.Context, c *Chunk) ([]byte, error) {
 	return p.fetchWhole(c, 0, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
-		return s.Fetch(ctx, reqs)
+		return p.fetchSchema(ctx, s, reqs)
 	})
+}
+
+// fetchSchema runs bind's requests for a schema, counting them.
+func (p *Plan) fetchSchema(ctx context.Context, s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+	data, err := s.Fetch(ctx, reqs)
+	p.schemaRequests += int64(len(reqs))
+	for _, b := range data {
+		p.schemaBytes += int64(len(b))
+	}
+	return data, err
 }
 
 // bindWholeMax is the largest chunk bind reads whole for its schema (one
@@ -270,7 +283,7 @@ func (p *Plan) readHeadAtBind(ctx context.Context, c *Chunk, size int64) (*arrow
 	for {
 		req := iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: n,
 			Priority: iosched.Priority{Seq: int64(c.Row)}}
-		got, err := h.Scheduler.Fetch(ctx, []iosched.Request{req})
+		got, err := p.fetchSchema(ctx, h.Scheduler, []iosched.Request{req})
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +314,7 @@ func (p *Plan) readMetaAtBind(ctx context.Context, c *Chunk, size int64) (arrowi
 			reqs[i] = iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset + r.Offset, Length: r.Length,
 				Priority: iosched.Priority{Seq: int64(c.Row)}}
 		}
-		return h.Scheduler.Fetch(ctx, reqs)
+		return p.fetchSchema(ctx, h.Scheduler, reqs)
 	}
 	meta, _, err := arrowipc.ReadFileMeta(size, fetch)
 	return meta, err
@@ -368,6 +381,9 @@ type Stats struct {
 	// Pruned counts the chunks of the source that Select dropped before
 	// the scan: never requested.
 	Pruned int64
+	// SchemaRequests and SchemaBytes are what the plan's bind read of the
+	// chunks for their schema, counted in no other field.
+	SchemaRequests, SchemaBytes int64
 	// Progress is the share of the scan's bytes handed out by Next, from
 	// 0 to 1 (progress.go).
 	Progress float64
