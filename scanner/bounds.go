@@ -153,7 +153,9 @@ func orderOf(t arrow.DataType) (order, bool) {
 		// DuckDB orders VARCHAR by its bytes, as strings.Compare does.
 		return order{read: func(v any) (any, bool) { s, ok := v.(string); return s, ok }, compare: compareAs[string]}, true
 	case arrow.DATE32:
-		return order{read: readDate, compare: compareAs[int64]}, true
+		return order{read: func(v any) (any, bool) { return readDate(v, 1) }, compare: compareAs[int64]}, true
+	case arrow.DATE64:
+		return order{read: func(v any) (any, bool) { return readDate(v, 86400_000) }, compare: compareAs[int64]}, true
 	case arrow.TIMESTAMP:
 		unit := t.(*arrow.TimestampType).Unit
 		return order{read: func(v any) (any, bool) { return readTimestamp(v, unit) }, compare: compareTimes}, true
@@ -217,9 +219,10 @@ func readFloat(v any) (float64, bool) {
 	return f, !math.IsNaN(f)
 }
 
-// readDate reads a date as days since 1970-01-01: an integer, or text
+// readDate reads a date in units of perDay since 1970-01-01 (days for
+// DATE32, milliseconds for DATE64): an integer in those units, or text
 // YYYY-MM-DD.
-func readDate(v any) (any, bool) {
+func readDate(v any, perDay int64) (any, bool) {
 	switch v := v.(type) {
 	case int64, uint64, float64:
 		return readSigned(v)
@@ -228,7 +231,7 @@ func readDate(v any) (any, bool) {
 		if err != nil {
 			return nil, false
 		}
-		return int64(math.Floor(float64(d.Unix()) / 86400)), true
+		return int64(math.Floor(float64(d.Unix())/86400)) * perDay, true
 	}
 	return nil, false
 }

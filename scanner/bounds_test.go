@@ -42,13 +42,14 @@ func TestPruneByBoundsTypes(t *testing.T) {
 		{Name: "f", Type: arrow.PrimitiveTypes.Float32},
 		{Name: "s", Type: arrow.BinaryTypes.String},
 		{Name: "day", Type: arrow.FixedWidthTypes.Date32},
+		{Name: "day64", Type: arrow.FixedWidthTypes.Date64},
 		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
 		{Name: "b", Type: arrow.FixedWidthTypes.Boolean},
 	}, nil)
 	rows := func() []Row {
 		return []Row{
 			{"min_x": int64(-10), "max_x": int64(0), "min_u": "1", "max_u": "5", "min_f": 0.1, "max_f": "0.5",
-				"min_s": "apple", "max_s": "banana", "min_day": "2024-01-01", "max_day": "2024-01-31",
+				"min_s": "apple", "max_s": "banana", "min_day": "2024-01-01", "max_day": "2024-01-31", "min_day64": "2024-01-01", "max_day64": int64(1706659200000), // 2024-01-31
 				"min_ts": "2024-01-01 00:00:00", "max_ts": "2024-01-01 11:59:59.999999"},
 			{"min_x": "1", "max_x": "100", "min_u": uint64(6), "max_u": uint64(9), "min_f": 0.6, "max_f": 0.9,
 				"min_s": "cherry", "max_s": "date", "min_day": int64(19754), "max_day": int64(19783), // 2024-02-01 .. 2024-03-01
@@ -80,6 +81,9 @@ func TestPruneByBoundsTypes(t *testing.T) {
 		{"s", OpIn, []string{"banana", "cranberry"}, []int{0, 1, 2, 3}},
 		{"day", OpGreaterEqual, []string{"2024-02-15"}, []int{1, 2, 3}},
 		{"day", OpLess, []string{"2024-02-01"}, []int{0, 2, 3}},
+		{"day64", OpGreater, []string{"2024-01-31"}, []int{1, 2, 3}},
+		{"day64", OpLessEqual, []string{"2024-01-01"}, []int{0, 1, 2, 3}},
+		{"day64", OpLess, []string{"2024-01-01"}, []int{1, 2, 3}},
 		{"ts", OpGreaterEqual, []string{"2024-01-01 13:00:00+01"}, []int{1, 2, 3}}, // noon UTC
 		{"ts", OpLess, []string{"2024-01-01 12:00:00+00"}, []int{0, 2, 3}},
 		{"ts", OpBetween, []string{"2024-01-02 00:00:00", "2024-01-03 00:00:00"}, []int{2, 3}},
