@@ -126,6 +126,18 @@ func rsV2PushFilter(bind C.uintptr_t, column C.idx_t, values **C.char, n C.idx_t
 // differs from logicalName's.
 var constantTypes = map[string]string{"TIMESTAMP_TZ": "TIMESTAMP WITH TIME ZONE"}
 
+// comparisons are the DuckDB comparisons a filter prunes by the
+// catalog's bounds with.
+var comparisons = map[C.int32_t]scanner.Op{
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL:                scanner.OpEqual,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHAN:             scanner.OpLess,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHANOREQUALTO:    scanner.OpLessEqual,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHAN:          scanner.OpGreater,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHANOREQUALTO: scanner.OpGreaterEqual,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN:                   scanner.OpIn,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_BETWEEN:              scanner.OpBetween,
+}
+
 // rsV2PruneBounds drops the chunks of the scan of bind (a bindState
 // handle) whose catalog bounds of declared column rule out every row of
 // `column op constants` (c op column when flipped), op being a DuckDB
@@ -157,23 +169,8 @@ func rsV2PruneBounds(bind C.uintptr_t, column C.idx_t, op C.int32_t, flipped C.b
 		}
 		values[i] = C.GoString(unsafe.Slice(texts, int(n))[i])
 	}
-	var cmp scanner.Op
-	switch op {
-	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL:
-		cmp = scanner.OpEqual
-	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHAN:
-		cmp = scanner.OpLess
-	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHANOREQUALTO:
-		cmp = scanner.OpLessEqual
-	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHAN:
-		cmp = scanner.OpGreater
-	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHANOREQUALTO:
-		cmp = scanner.OpGreaterEqual
-	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN:
-		cmp = scanner.OpIn
-	case C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_BETWEEN:
-		cmp = scanner.OpBetween
-	default:
+	cmp, ok := comparisons[op]
+	if !ok {
 		return
 	}
 	if flipped {

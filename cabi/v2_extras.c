@@ -177,6 +177,29 @@ static char *constant_text(duckdb_v2_expression_handle e) {
 	return out;
 }
 
+// operands finds the bare column a comparison e of type t (nchild
+// children) compares: its first child or, in a comparison of two that is
+// not an IN, its second (flipped: `c op column`). The constants are the
+// children [*from, *from + *n).
+static bool operands(duckdb_v2_table_function_filter_pushdown_info_handle info, duckdb_v2_expression_handle e,
+                     DUCKDB_V2_EXPRESSION_TYPE t, idx_t nchild, idx_t *column, idx_t *from, idx_t *n, bool *flipped) {
+	duckdb_v2_expression_handle first = NULL, second = NULL;
+	rs_v2.duckdb_v2_expression_get_child(e, 0, &first, NULL);
+	rs_v2.duckdb_v2_expression_get_child(e, 1, &second, NULL);
+	*flipped = false;
+	*from = 1;
+	*n = nchild - 1;
+	if (first && column_of(info, first, column)) {
+		return true;
+	}
+	if (nchild != 2 || t == DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN || !second || !column_of(info, second, column)) {
+		return false;
+	}
+	*flipped = true;
+	*from = 0;
+	return true;
+}
+
 // prune_filter hands the scan a filter `column = 'v'`, `'v' = column` or
 // `column IN ('v', ...)`; it returns whether the scan applied it fully.
 static bool prune_filter(duckdb_v2_table_function_filter_pushdown_info_handle info, void *bind,
@@ -188,20 +211,11 @@ static bool prune_filter(duckdb_v2_table_function_filter_pushdown_info_handle in
 	    rs_v2.duckdb_v2_expression_get_child_count(e, &nchild, NULL) != DUCKDB_V2_ERROR_NONE || nchild < 2) {
 		return false;
 	}
-	duckdb_v2_expression_handle first = NULL, second = NULL;
-	rs_v2.duckdb_v2_expression_get_child(e, 0, &first, NULL);
-	rs_v2.duckdb_v2_expression_get_child(e, 1, &second, NULL);
-	idx_t column = 0;
-	idx_t from = 1; // children holding the constants: [from, nchild)
-	if (!first || !column_of(info, first, &column)) {
-		// `'v' = column`: only for an equality.
-		if (t != DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL || !second || !column_of(info, second, &column)) {
-			return false;
-		}
-		from = 0;
-		nchild = 1;
+	idx_t column = 0, from = 0, n = 0;
+	bool flipped = false;
+	if (!operands(info, e, t, nchild, &column, &from, &n, &flipped)) {
+		return false;
 	}
-	idx_t n = nchild - from;
 	char **values = calloc(n, sizeof(char *));
 	bool ok = true;
 	for (idx_t i = 0; i < n && ok; i++) {
@@ -282,21 +296,11 @@ static void bounds_filter(duckdb_v2_table_function_filter_pushdown_info_handle i
 	default:
 		return;
 	}
-	duckdb_v2_expression_handle first = NULL, second = NULL;
-	rs_v2.duckdb_v2_expression_get_child(e, 0, &first, NULL);
-	rs_v2.duckdb_v2_expression_get_child(e, 1, &second, NULL);
-	idx_t column = 0, from = 1;
+	idx_t column = 0, from = 0, n = 0;
 	bool flipped = false;
-	if (!first || !column_of(info, first, &column)) {
-		// `c op column`: a comparison of two only.
-		if (nchild != 2 || t == DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN || !second || !column_of(info, second, &column)) {
-			return;
-		}
-		from = 0;
-		nchild = 1;
-		flipped = true;
+	if (!operands(info, e, t, nchild, &column, &from, &n, &flipped)) {
+		return;
 	}
-	idx_t n = nchild - from;
 	char **texts = calloc(n, sizeof(char *));
 	char **types = calloc(n, sizeof(char *));
 	bool ok = texts && types;
