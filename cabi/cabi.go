@@ -183,6 +183,7 @@ func bind(info C.duckdb_bind_info) error {
 	}
 	statement := host.statement(info)
 	cfg.Keep = shard.Keep()
+	cfg.PruneAfterBind = host.prunesAfterBind
 	plan, err := scanner.Bind(statement(), cfg)
 	if err != nil {
 		return err

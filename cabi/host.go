@@ -46,6 +46,10 @@ type Host struct {
 	// settings, when set, reads the host's remote_segments_<name> settings
 	// (the DuckDB 2.0 edition; parameter_settings.go, internal/policy).
 	settings settingReader
+	// prunesAfterBind: the host's filter pushdown may drop chunks after
+	// bind (the 2.0 edition), so bind fetches none ahead
+	// (scanner.Config.PruneAfterBind).
+	prunesAfterBind bool
 	// owner is this registration's Config.Owner (a database's): its
 	// remote_segments_stats() lists its own scans only.
 	owner uint64

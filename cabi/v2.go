@@ -36,6 +36,7 @@ func rsV2Bind(info C.duckdb_bind_info) {
 func rsV2HostForDatabase() C.uintptr_t {
 	h := loadableHost()
 	h.settings = readV2Setting
+	h.prunesAfterBind = true
 	return C.uintptr_t(cgo.NewHandle(h))
 }
 
@@ -119,6 +120,64 @@ func rsV2PushFilter(bind C.uintptr_t, column C.idx_t, values **C.char, n C.idx_t
 	}
 	b.plan.Select(func(c *scanner.Chunk) bool { return keep[key(c)] })
 	return true
+}
+
+// constantTypes names the DuckDB types whose name as a constant's type
+// differs from logicalName's.
+var constantTypes = map[string]string{"TIMESTAMP_TZ": "TIMESTAMP WITH TIME ZONE"}
+
+// comparisons are the DuckDB comparisons a filter prunes by the
+// catalog's bounds with.
+var comparisons = map[C.int32_t]scanner.Op{
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL:                scanner.OpEqual,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHAN:             scanner.OpLess,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHANOREQUALTO:    scanner.OpLessEqual,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHAN:          scanner.OpGreater,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHANOREQUALTO: scanner.OpGreaterEqual,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN:                   scanner.OpIn,
+	C.DUCKDB_V2_EXPRESSION_TYPE_COMPARE_BETWEEN:              scanner.OpBetween,
+}
+
+// rsV2PruneBounds drops the chunks of the scan of bind (a bindState
+// handle) whose catalog bounds of declared column rule out every row of
+// `column op constants` (c op column when flipped), op being a DuckDB
+// comparison (=, <, <=, >, >=, IN, BETWEEN); texts and types are the
+// constants' text and type names. The filter stays DuckDB's: this only
+// prunes, so a comparison it cannot read (a constant of another type than
+// the column's, a type without an order) prunes nothing.
+//
+//export rsV2PruneBounds
+func rsV2PruneBounds(bind C.uintptr_t, column C.idx_t, op C.int32_t, flipped C.bool, texts, types **C.char, n C.idx_t) {
+	defer func() {
+		if r := recover(); r != nil {
+			reportPanic("rsV2PruneBounds", r) // nothing pruned: DuckDB filters every row anyway
+		}
+	}()
+	b := cgo.Handle(bind).Value().(*bindState)
+	if b.plan == nil || int(column) >= len(b.columns) || b.columns[column].field < 0 {
+		return
+	}
+	col := b.columns[column]
+	want := logicalName(col.typ)
+	if name, ok := constantTypes[want]; ok {
+		want = name
+	}
+	values := make([]string, int(n))
+	for i := range values {
+		if C.GoString(unsafe.Slice(types, int(n))[i]) != want {
+			return
+		}
+		values[i] = C.GoString(unsafe.Slice(texts, int(n))[i])
+	}
+	cmp, ok := comparisons[op]
+	if !ok {
+		return
+	}
+	if flipped {
+		cmp = cmp.Flip()
+	}
+	name := b.plan.Schema.Field(col.field).Name
+	_, _ = b.plan.PruneByBounds(name, cmp, values) // an error: nothing pruned
 }
 
 // rsV2IsSegmentColumn reports whether declared column is segment_id.

@@ -135,7 +135,7 @@ void rs_v2_register_settings(duckdb_v2_extension_handle ext, duckdb_v2_context_h
 	rsV2AddSettings(ext, ctx, err);
 }
 
-// ---- filter pushdown: segment pruning ------------------------------------------------
+// ---- filter pushdown: segment pruning, pruning by the catalog's min_/max_ ----------------
 
 // column_of returns the declared column a bare column reference names.
 static bool column_of(duckdb_v2_table_function_filter_pushdown_info_handle info, duckdb_v2_expression_handle e,
@@ -177,6 +177,29 @@ static char *constant_text(duckdb_v2_expression_handle e) {
 	return out;
 }
 
+// operands finds the bare column a comparison e of type t (nchild
+// children) compares: its first child or, in a comparison of two that is
+// not an IN, its second (flipped: `c op column`). The constants are the
+// children [*from, *from + *n).
+static bool operands(duckdb_v2_table_function_filter_pushdown_info_handle info, duckdb_v2_expression_handle e,
+                     DUCKDB_V2_EXPRESSION_TYPE t, idx_t nchild, idx_t *column, idx_t *from, idx_t *n, bool *flipped) {
+	duckdb_v2_expression_handle first = NULL, second = NULL;
+	rs_v2.duckdb_v2_expression_get_child(e, 0, &first, NULL);
+	rs_v2.duckdb_v2_expression_get_child(e, 1, &second, NULL);
+	*flipped = false;
+	*from = 1;
+	*n = nchild - 1;
+	if (first && column_of(info, first, column)) {
+		return true;
+	}
+	if (nchild != 2 || t == DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN || !second || !column_of(info, second, column)) {
+		return false;
+	}
+	*flipped = true;
+	*from = 0;
+	return true;
+}
+
 // prune_filter hands the scan a filter `column = 'v'`, `'v' = column` or
 // `column IN ('v', ...)`; it returns whether the scan applied it fully.
 static bool prune_filter(duckdb_v2_table_function_filter_pushdown_info_handle info, void *bind,
@@ -188,20 +211,11 @@ static bool prune_filter(duckdb_v2_table_function_filter_pushdown_info_handle in
 	    rs_v2.duckdb_v2_expression_get_child_count(e, &nchild, NULL) != DUCKDB_V2_ERROR_NONE || nchild < 2) {
 		return false;
 	}
-	duckdb_v2_expression_handle first = NULL, second = NULL;
-	rs_v2.duckdb_v2_expression_get_child(e, 0, &first, NULL);
-	rs_v2.duckdb_v2_expression_get_child(e, 1, &second, NULL);
-	idx_t column = 0;
-	idx_t from = 1; // children holding the constants: [from, nchild)
-	if (!first || !column_of(info, first, &column)) {
-		// `'v' = column`: only for an equality.
-		if (t != DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL || !second || !column_of(info, second, &column)) {
-			return false;
-		}
-		from = 0;
-		nchild = 1;
+	idx_t column = 0, from = 0, n = 0;
+	bool flipped = false;
+	if (!operands(info, e, t, nchild, &column, &from, &n, &flipped)) {
+		return false;
 	}
-	idx_t n = nchild - from;
 	char **values = calloc(n, sizeof(char *));
 	bool ok = true;
 	for (idx_t i = 0; i < n && ok; i++) {
@@ -217,6 +231,95 @@ static bool prune_filter(duckdb_v2_table_function_filter_pushdown_info_handle in
 	return ok;
 }
 
+// constant_of returns a non-NULL constant's text and its type's name, both
+// malloc'd (the caller frees them), or false.
+static bool constant_of(duckdb_v2_expression_handle e, char **text, char **type_name) {
+	DUCKDB_V2_EXPRESSION_TYPE t = 0;
+	duckdb_v2_value_handle v = NULL;
+	*text = *type_name = NULL;
+	if (rs_v2.duckdb_v2_expression_get_type(e, &t, NULL) != DUCKDB_V2_ERROR_NONE || t != DUCKDB_V2_EXPRESSION_TYPE_VALUE_CONSTANT ||
+	    rs_v2.duckdb_v2_expression_constant_get_value(e, &v, NULL) != DUCKDB_V2_ERROR_NONE || !v) {
+		return false;
+	}
+	duckdb_v2_logical_type_handle type = NULL;
+	char tname[64] = {0};
+	idx_t n = 0;
+	if (rs_v2.duckdb_v2_value_get_logical_type(v, &type, NULL) == DUCKDB_V2_ERROR_NONE && type &&
+	    rs_v2.duckdb_v2_logical_type_to_text(type, tname, sizeof(tname) - 1, &n, NULL) == DUCKDB_V2_ERROR_NONE &&
+	    n < sizeof(tname)) {
+		tname[n] = 0;
+		*text = text_of(v);
+		*type_name = *text ? strdup(tname) : NULL;
+	}
+	if (type) {
+		rs_v2.duckdb_v2_logical_type_destroy(&type);
+	}
+	rs_v2.duckdb_v2_value_destroy(&v);
+	if (!*type_name) {
+		free(*text);
+		*text = NULL;
+		return false;
+	}
+	return true;
+}
+
+// bounds_filter hands the scan a comparison of a column with constants
+// (`column op c`, `c op column`, `column IN (c, ...)`, `column BETWEEN a
+// AND b`), by which it drops the chunks whose catalog min_/max_ rule every
+// row out. The filter stays DuckDB's: the rows of the chunks kept are
+// filtered as ever.
+static void bounds_filter(duckdb_v2_table_function_filter_pushdown_info_handle info, void *bind,
+                          duckdb_v2_expression_handle e) {
+	DUCKDB_V2_EXPRESSION_TYPE t = 0;
+	idx_t nchild = 0;
+	if (rs_v2.duckdb_v2_expression_get_type(e, &t, NULL) != DUCKDB_V2_ERROR_NONE ||
+	    rs_v2.duckdb_v2_expression_get_child_count(e, &nchild, NULL) != DUCKDB_V2_ERROR_NONE || nchild < 2) {
+		return;
+	}
+	switch (t) {
+	case DUCKDB_V2_EXPRESSION_TYPE_COMPARE_EQUAL:
+	case DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHAN:
+	case DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHAN:
+	case DUCKDB_V2_EXPRESSION_TYPE_COMPARE_LESSTHANOREQUALTO:
+	case DUCKDB_V2_EXPRESSION_TYPE_COMPARE_GREATERTHANOREQUALTO:
+		if (nchild != 2) {
+			return;
+		}
+		break;
+	case DUCKDB_V2_EXPRESSION_TYPE_COMPARE_IN:
+		break;
+	case DUCKDB_V2_EXPRESSION_TYPE_COMPARE_BETWEEN:
+		if (nchild != 3) {
+			return;
+		}
+		break;
+	default:
+		return;
+	}
+	idx_t column = 0, from = 0, n = 0;
+	bool flipped = false;
+	if (!operands(info, e, t, nchild, &column, &from, &n, &flipped)) {
+		return;
+	}
+	char **texts = calloc(n, sizeof(char *));
+	char **types = calloc(n, sizeof(char *));
+	bool ok = texts && types;
+	for (idx_t i = 0; i < n && ok; i++) {
+		duckdb_v2_expression_handle c = NULL;
+		ok = rs_v2.duckdb_v2_expression_get_child(e, from + i, &c, NULL) == DUCKDB_V2_ERROR_NONE && c &&
+		     constant_of(c, &texts[i], &types[i]);
+	}
+	if (ok) {
+		rsV2PruneBounds((uintptr_t)bind, column, t, flipped, texts, types, n);
+	}
+	for (idx_t i = 0; texts && types && i < n; i++) {
+		free(texts[i]);
+		free(types[i]);
+	}
+	free(texts);
+	free(types);
+}
+
 static void filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle info, duckdb_v2_context_handle ctx,
                             duckdb_v2_error_info_handle *err) {
 	(void)ctx;
@@ -229,9 +332,13 @@ static void filter_pushdown(duckdb_v2_table_function_filter_pushdown_info_handle
 	}
 	for (idx_t i = 0; i < n; i++) {
 		duckdb_v2_expression_handle e = NULL;
-		if (rs_v2.duckdb_v2_table_function_filter_pushdown_get_filter(info, i, &e, NULL) == DUCKDB_V2_ERROR_NONE && e &&
-		    prune_filter(info, bind, e)) {
+		if (rs_v2.duckdb_v2_table_function_filter_pushdown_get_filter(info, i, &e, NULL) != DUCKDB_V2_ERROR_NONE || !e) {
+			continue;
+		}
+		if (prune_filter(info, bind, e)) {
 			rs_v2.duckdb_v2_table_function_filter_pushdown_accept(info, i, NULL);
+		} else {
+			bounds_filter(info, bind, e);
 		}
 	}
 }

@@ -74,17 +74,23 @@ static duckdb_v2_logical_type_handle value_type(duckdb_logical_type v) {
 	rs_v2.duckdb_v2_value_get_logical_type((duckdb_v2_value_handle)v, &t, NULL);
 	return t;
 }
+static char *type_text(duckdb_logical_type t);
+// get_type_id reads the type from its whole text: a LIST's type ends in
+// "[]" however long its STRUCT's fields make it (a catalog of many
+// min_/max_ fields).
 static duckdb_type get_type_id(duckdb_logical_type v) {
 	duckdb_v2_logical_type_handle t = value_type(v);
 	if (!t) {
 		return DUCKDB_TYPE_INVALID;
 	}
-	char buf[256] = {0};
-	idx_t n = 0;
-	rs_v2.duckdb_v2_logical_type_to_text(t, buf, sizeof(buf) - 1, &n, NULL);
+	char *text = type_text((duckdb_logical_type)t);
 	rs_v2.duckdb_v2_logical_type_destroy(&t);
-	buf[n < sizeof(buf) ? n : sizeof(buf) - 1] = 0;
-	return rs_v2_type_from_text(buf);
+	if (!text) {
+		return DUCKDB_TYPE_INVALID;
+	}
+	duckdb_type id = rs_v2_type_from_text(text);
+	free(text);
+	return id;
 }
 static idx_t get_list_size(duckdb_value v) {
 	idx_t n = 0;

@@ -45,6 +45,10 @@ type Config struct {
 	// shard): the chunks it drops are never requested, not even by bind's
 	// prefetches (prefetch.go).
 	Keep func(c *Chunk) bool
+	// PruneAfterBind says the host may drop chunks after Bind (Select, by a
+	// filter it learns later): bind then fetches no chunk ahead of the
+	// scan (prefetch.go) and reads the first chunk's schema only.
+	PruneAfterBind bool
 	// Trace, when set, is a path for a Chrome-trace JSON of the scan.
 	Trace string
 

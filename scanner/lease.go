@@ -14,6 +14,18 @@ type chunkLease struct {
 	mu    sync.Mutex
 	lease *budget.Lease
 	open  int // batches not closed
+	// out is set when Next hands out the chunk's first batch; ahead is
+	// the scan's lookahead slot it gives back then.
+	out   atomic.Bool
+	ahead chan struct{}
+}
+
+// handedOut gives the chunk's lookahead slot back, once: a consumer has
+// reached the chunk.
+func (cl *chunkLease) handedOut() {
+	if cl != nil && cl.out.CompareAndSwap(false, true) {
+		<-cl.ahead
+	}
 }
 
 // countingAllocator counts the bytes an allocator holds for one chunk. It

@@ -14,6 +14,15 @@ import (
 // scan of many small objects loses against a plain loop of GETs (see
 // BENCHMARKS.md, "Figures behind the code").
 //
+// They are a bet that the scan will read those chunks, made only where
+// nothing the plan learns later can lose it: not when the catalog gives
+// every chunk's num_rows (a count(*) then reads no chunk), and not for a
+// host that prunes after bind (Config.PruneAfterBind: the 2.0 edition's
+// filter pushdown, which runs just before the scan starts, so that
+// prefetching after it would gain nothing). There bind reads the first
+// chunk's schema only. A LIMIT can still leave them unread: they are
+// fewer than max_parallel_io, by which a LIMIT may overshoot anyway.
+//
 // They are bounded so that a plan that is never started (DESCRIBE, a
 // prepared statement) costs little: at most max_parallel_io - 1 chunks,
 // each small enough that bind would read it whole, together at most a

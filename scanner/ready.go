@@ -129,6 +129,20 @@ func (r *readyQueue) close() {
 	}
 }
 
+// stopped is the error every later take returns: the first error,
+// context.Canceled once closed, nil while the queue runs.
+func (r *readyQueue) stopped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.err != nil:
+		return r.err
+	case r.closed:
+		return context.Canceled
+	}
+	return nil
+}
+
 func (r *readyQueue) error() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

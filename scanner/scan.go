@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/scanner/arrowipc"
@@ -40,7 +42,13 @@ type Scan struct {
 	mappable bool
 	// projected: fetch only fields' buffers of IPC files.
 	projected bool
-	estimate  int64 // wire bytes of a chunk whose size is unknown
+	// counted: the scan reads no chunk; Next hands out each chunk's
+	// catalog row count (nextCounted); countedNext is the chunk it hands
+	// out next.
+	counted     bool
+	countedNext atomic.Int64
+	absent      []int // a counted batch's cols: no field read
+	estimate    int64 // wire bytes of a chunk whose size is unknown
 	// probe, if not nil, is closed once the first chunk is decoded (or
 	// failed): until then no other chunk is reserved, as nothing is known
 	// of how far the chunks decompress.
@@ -50,11 +58,17 @@ type Scan struct {
 	wg        sync.WaitGroup
 	unmaps    sync.WaitGroup // Batch.Close's unmapping of chunks closed so far
 	slots     chan struct{}
-	hold      *iosched.Hold      // keeps the first chunk's domain open until Close
-	sched     *iosched.Scheduler // the first chunk's domain, for utilization
-	ioStart   iosched.Stats
-	trace     *traceWriter
-	progress  *progress
+	// ahead bounds the chunks reserved that no consumer has reached yet
+	// (a slot each, given back when Next hands out the chunk's first
+	// batch): the scan's max_parallel_io share. A consumer that stops
+	// early (a LIMIT) then leaves at most that many chunks read for
+	// nothing, whatever the budget would allow.
+	ahead    chan struct{}
+	hold     *iosched.Hold      // keeps the first chunk's domain open until Close
+	sched    *iosched.Scheduler // the first chunk's domain, for utilization
+	ioStart  iosched.Stats
+	trace    *traceWriter
+	progress *progress
 
 	closeOnce sync.Once
 	end       time.Time
@@ -85,7 +99,14 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.estimate = p.firstLen
 	s.mappable = mappable(p.Schema)
-	s.projected = s.planProjection(fields)
+	s.counted = len(fields) == 0 && rowsKnown(p.Chunks)
+	if s.counted {
+		s.absent = make([]int, len(p.Schema.Fields()))
+		for i := range s.absent {
+			s.absent[i] = -1
+		}
+	}
+	s.projected = !s.counted && s.planProjection(fields)
 
 	var total, largest int64
 	for i := range p.Chunks {
@@ -116,9 +137,13 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		opts = append(opts, budget.WithParent(p.cfg.Process.Memory))
 	}
 	s.budget = budget.New(capacity, opts...)
-	s.ready = newReadyQueue(len(p.Chunks), p.cfg.Ordered)
+	queued := len(p.Chunks)
+	if s.counted {
+		queued = 0 // Next hands the counts out itself
+	}
+	s.ready = newReadyQueue(queued, p.cfg.Ordered)
 	s.progress = newProgress(p.Chunks)
-	if len(p.Chunks) > 1 && p.Chunks[0].DecodedBytes < 0 {
+	if !s.counted && len(p.Chunks) > 1 && p.Chunks[0].DecodedBytes < 0 {
 		s.probe = make(chan struct{})
 	}
 	context.AfterFunc(s.ctx, s.ready.wake)
@@ -145,14 +170,57 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		parallel = 0
 	}
 	s.budget.SetCap(min(capacity, startingCap(largest, parallel, p.cfg.RequestSize, p.cfg.startingCapFloor)))
+	s.ahead = make(chan struct{}, max(1, s.share(s.ioStart, s.ioStart.Workers)))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		p.cfg.Process.traces.add(s.id, s.trace)
 	}
 	p.cfg.Process.scans.register(s)
-	s.wg.Add(1)
-	go s.planChunks()
+	if !s.counted {
+		s.wg.Add(1)
+		go s.planChunks()
+	}
 	return s, nil
+}
+
+// rowsKnown reports whether the catalog gives every chunk's num_rows.
+func rowsKnown(chunks []Chunk) bool {
+	for i := range chunks {
+		if chunks[i].NumRows < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// noColumns is the schema of a counted scan's batches.
+var noColumns = arrow.NewSchema(nil, nil)
+
+// nextCounted is Next of a scan that needs no column of the chunks
+// (count(*), or segment_id and chunk_id alone) over a catalog that gives
+// every chunk's num_rows: the chunks are not read, the catalog's counts
+// are the rows (batches of no column). The catalog vouches for num_rows
+// as it does for length; a chunk that holds another count is not
+// noticed, as nothing of it is read.
+func (s *Scan) nextCounted() (*Batch, error) {
+	for {
+		if err := s.ready.stopped(); err != nil {
+			return nil, err
+		}
+		i := int(s.countedNext.Add(1)) - 1
+		if i >= len(s.plan.Chunks) {
+			b, err, _ := s.ready.poll() // nothing queued: the end, or the error
+			return b, err
+		}
+		c := &s.plan.Chunks[i]
+		s.chunks.Add(1)
+		if c.NumRows == 0 {
+			continue
+		}
+		s.batches.Add(1)
+		s.rows.Add(c.NumRows)
+		return &Batch{Chunk: c, Record: array.NewRecordBatch(noColumns, nil, c.NumRows), cols: s.absent, scan: s}, nil
+	}
 }
 
 // shouldProject reports whether reading only fields' buffers can save
@@ -224,6 +292,11 @@ func (s *Scan) planChunks() {
 	defer s.wg.Done()
 	defer s.guard()
 	for i := range s.plan.Chunks {
+		select {
+		case s.ahead <- struct{}{}:
+		case <-s.ctx.Done():
+			return
+		}
 		select {
 		case s.slots <- struct{}{}:
 		case <-s.ctx.Done():
@@ -324,7 +397,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	s.trace.budget(s.budget)
 	s.chunks.Add(1)
 	out = make([]*Batch, 0, len(batches))
-	cl := &chunkLease{lease: lease, open: len(batches)}
+	cl := &chunkLease{lease: lease, open: len(batches), ahead: s.ahead}
 	var rows int64
 	for _, b := range batches {
 		rows += b.NumRows()
@@ -352,6 +425,7 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 	queued = true
 	if len(batches) == 0 {
 		lease.Close()
+		cl.handedOut() // nothing for a consumer to reach
 	}
 	s.ready.put(i, out)
 }
@@ -364,10 +438,18 @@ func (s *Scan) Next() (*Batch, error) {
 	if s.plan.cfg.DebugPanic == "next" {
 		panic("remote_segments: debug_panic at next")
 	}
+	if s.counted {
+		b, err := s.nextCounted()
+		s.progress.handedOut(b, err)
+		return b, err
+	}
 	b, err, ok := s.ready.poll()
 	if !ok {
 		s.starved()
 		b, err = s.ready.pop(s.ctx)
+	}
+	if b != nil {
+		b.cl.handedOut()
 	}
 	s.progress.handedOut(b, err)
 	return b, err
@@ -424,8 +506,9 @@ func (s *Scan) Stats() Stats {
 		ProjectionSaved: s.projectionSaved.Load(), Throttled: s.throttled.Load(),
 		LimitMin: int(s.limitMin.Load()), LimitFinal: io.Limit,
 		BudgetLimit: s.limit, CapRaises: s.growth.raises.Load(),
-		Pool:     s.budget.PoolStats(),
-		Pruned:   s.plan.pruned,
+		Pool:           s.budget.PoolStats(),
+		Pruned:         s.plan.pruned,
+		SchemaRequests: s.plan.schemaRequests, SchemaBytes: s.plan.schemaBytes,
 		Progress: s.progress.fraction(),
 	}
 }

@@ -56,6 +56,9 @@ type Plan struct {
 	home string
 	// pruned counts the chunks Select dropped.
 	pruned int64
+	// schemaRequests and schemaBytes are what bind read of the chunks for
+	// the schema (set by Bind, read-only after).
+	schemaRequests, schemaBytes int64
 	// id is the query id of the plan's first scan, taken at bind for its
 	// prefetches (prefetch.go); idUsed once a scan has it.
 	id     uint64
@@ -77,7 +80,14 @@ func (p *Plan) scanID() uint64 {
 	return p.cfg.Process.nextScanID.Add(1)
 }
 
-// Bind resolves cfg's source and reads the first chunk's schema. On failure
+// Bind resolves cfg's source and reads the first chunk's schema: of an IPC
+// file its footer (and its batches' metadata), of a stream its first
+// message. It reads a chunk whole only where that is one request anyway
+// (a chunk of at most the tail or head a schema read asks for), or where
+// the scan is sure to need its bytes: when the catalog does not give every
+// chunk's num_rows (so that no query is answered without the chunks) and
+// no chunk can be dropped after bind (Config.PruneAfterBind), bind reads
+// the first chunk whole and starts the next ones (prefetch.go). On failure
 // it returns an error naming the source, the catalog row or the chunk.
 func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	if cfg.Allocator == nil {
@@ -91,10 +101,11 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL, id: cfg.Process.nextScanID.Add(1)}
-	if n := chunks[0].WireLength(); n > 0 && n <= bindWholeMax {
+	ahead := !cfg.PruneAfterBind && fetchesAhead(&cfg, chunks)
+	if n := chunks[0].WireLength(); ahead && n > 0 && n <= bindWholeMax {
 		p.startPrefetch(ctx) // the first chunk is read whole: the next ones go with it
 	}
-	first, err := p.readSchema(ctx, &chunks[0])
+	first, err := p.readSchema(ctx, &chunks[0], ahead)
 	if err != nil {
 		p.dropPrefetch(nil)
 		return nil, err
@@ -110,6 +121,20 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		p.Select(cfg.Keep)
 	}
 	return p, nil
+}
+
+// fetchesAhead reports whether chunks may be fetched before a scan asks
+// for them, once no chunk can be dropped any more: when some chunk's
+// num_rows is unknown (with every one known, a query of no chunk column
+// reads none: see Scan.nextCounted). cfg.Keep is applied.
+func fetchesAhead(cfg *Config, chunks []Chunk) bool {
+	for i := range chunks {
+		c := &chunks[i]
+		if c.NumRows < 0 && (cfg.Keep == nil || cfg.Keep(c)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Resolve lists the chunks cfg's source names (its catalog rows, the
@@ -176,8 +201,18 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, prepare func(*iosched.Request)
 // fetchAtBind is fetchWhole before any scan runs.
 func (p *Plan) fetchAtBind(ctx context.Context, c *Chunk) ([]byte, error) {
 	return p.fetchWhole(c, 0, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
-		return s.Fetch(ctx, reqs)
+		return p.fetchSchema(ctx, s, reqs)
 	})
+}
+
+// fetchSchema runs bind's requests for a schema, counting them.
+func (p *Plan) fetchSchema(ctx context.Context, s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+	data, err := s.Fetch(ctx, reqs)
+	p.schemaRequests += int64(len(reqs))
+	for _, b := range data {
+		p.schemaBytes += int64(len(b))
+	}
+	return data, err
 }
 
 // bindWholeMax is the largest chunk bind reads whole for its schema (one
@@ -197,18 +232,30 @@ type boundChunk struct {
 	size   int64             // its length
 }
 
-// readSchema reads chunk c's schema at bind: a large IPC file's footer
-// and metadata only, anything else whole (and validated whole).
-func (p *Plan) readSchema(ctx context.Context, c *Chunk) (boundChunk, error) {
-	if size := c.WireLength(); size > bindWholeMax {
+// readSchema reads chunk c's schema at bind. With whole, a chunk of at
+// most bindWholeMax bytes is read whole (and validated whole), for the scan
+// to decode; without, only a chunk of at most the schema read's guess is
+// (one request either way). Of any other, bind reads only an IPC file's
+// footer and batch metadata, or a stream's first message; a file with
+// dictionaries, or a chunk of unknown length, is read whole.
+func (p *Plan) readSchema(ctx context.Context, c *Chunk, whole bool) (boundChunk, error) {
+	size := c.WireLength()
+	if size > bindWholeMax || (!whole && size > min(arrowipc.TailGuess, arrowipc.HeadGuess)) {
 		meta, err := p.readMetaAtBind(ctx, c, size)
 		if err == nil {
 			return boundChunk{schema: meta.Schema, meta: meta, size: size}, nil
 		}
-		if !errors.Is(err, arrowipc.ErrNotFile) && !errors.Is(err, arrowipc.ErrDictionaries) {
+		if errors.Is(err, arrowipc.ErrNotFile) {
+			schema, err := p.readHeadAtBind(ctx, c, size)
+			if err != nil {
+				return boundChunk{}, &ChunkError{Chunk: c, Err: err}
+			}
+			return boundChunk{schema: schema, size: size}, nil
+		}
+		if !errors.Is(err, arrowipc.ErrDictionaries) {
 			return boundChunk{}, &ChunkError{Chunk: c, Err: err}
 		}
-		// A stream, or a file with dictionaries: read whole below.
+		// A file with dictionaries: read whole below.
 	}
 	data, err := p.fetchAtBind(ctx, c)
 	if err != nil {
@@ -221,6 +268,36 @@ func (p *Plan) readSchema(ctx context.Context, c *Chunk) (boundChunk, error) {
 	arrowipc.ReleaseAll(batches)
 	meta, _ := arrowipc.FileMetaOf(data)
 	return boundChunk{schema: schema, meta: meta, data: data, size: int64(len(data))}, nil
+}
+
+// readHeadAtBind reads the schema of the IPC stream chunk c, of size
+// bytes, from its first message: the chunk's first HeadGuess bytes, and
+// the rest of a longer message after.
+func (p *Plan) readHeadAtBind(ctx context.Context, c *Chunk, size int64) (*arrow.Schema, error) {
+	h, err := openObject(c.URL, &p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Release()
+	n := min(size, arrowipc.HeadGuess)
+	for {
+		req := iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: n,
+			Priority: iosched.Priority{Seq: int64(c.Row)}}
+		got, err := p.fetchSchema(ctx, h.Scheduler, []iosched.Request{req})
+		if err != nil {
+			return nil, err
+		}
+		schema, need, err := arrowipc.HeadSchema(got[0])
+		switch {
+		case err != nil:
+			return nil, err
+		case need == 0:
+			return schema, nil
+		case need > size || need <= n:
+			return nil, fmt.Errorf("%w: its schema message ends at byte %d, beyond its %d bytes", ErrBadChunk, need, size)
+		}
+		n = need
+	}
 }
 
 // readMetaAtBind reads the footer and batch metadata of the IPC file
@@ -237,7 +314,7 @@ func (p *Plan) readMetaAtBind(ctx context.Context, c *Chunk, size int64) (arrowi
 			reqs[i] = iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset + r.Offset, Length: r.Length,
 				Priority: iosched.Priority{Seq: int64(c.Row)}}
 		}
-		return h.Scheduler.Fetch(ctx, reqs)
+		return p.fetchSchema(ctx, h.Scheduler, reqs)
 	}
 	meta, _, err := arrowipc.ReadFileMeta(size, fetch)
 	return meta, err
@@ -255,7 +332,7 @@ func (p *Plan) unionSchemas(ctx context.Context) error {
 	}
 	for i := 1; i < len(p.Chunks); i++ {
 		c := &p.Chunks[i]
-		bound, err := p.readSchema(ctx, c)
+		bound, err := p.readSchema(ctx, c, false /* its schema only */)
 		if err != nil {
 			return err
 		}
@@ -304,6 +381,9 @@ type Stats struct {
 	// Pruned counts the chunks of the source that Select dropped before
 	// the scan: never requested.
 	Pruned int64
+	// SchemaRequests and SchemaBytes are what the plan's bind read of the
+	// chunks for their schema, counted in no other field.
+	SchemaRequests, SchemaBytes int64
 	// Progress is the share of the scan's bytes handed out by Next, from
 	// 0 to 1 (progress.go).
 	Progress float64

@@ -67,7 +67,8 @@ var statsColumns = []statsColumn{
 	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.Pool.Reused }},
 	{"budget_overcommits", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.Budget.Overcommits }},
 	// The chunks of the source the scan never requested (shard := 'k/n',
-	// and in the 2.0 edition WHERE segment_id / chunk_id = or IN).
+	// and in the 2.0 edition WHERE segment_id / chunk_id = or IN, and
+	// filters on a column the catalog's min_/max_ bound).
 	{"pruned", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.Pruned }},
 	// How often the budget's cap grew from the starting cap because the budget
 	// kept DuckDB waiting.
@@ -75,6 +76,11 @@ var statsColumns = []statsColumn{
 	// The share of the scan's bytes handed to DuckDB: what the 2.0 edition
 	// reports to DuckDB's progress bar.
 	{"progress", arrow.PrimitiveTypes.Float64, func(s *ScanInfo) any { return s.Progress }},
+	// What bind read of the chunks for the schema (a file's footer, a
+	// stream's first message, a small chunk whole), in none of the
+	// columns above; the catalog and listings are not counted.
+	{"schema_requests", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.SchemaRequests }},
+	{"schema_bytes", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.SchemaBytes }},
 }
 
 // StatsSchema is the schema of remote_segments_stats(): one column per

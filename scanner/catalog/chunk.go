@@ -13,7 +13,33 @@ type Chunk struct {
 	// DecodedBytes is the chunk's size once decoded, -1 when unknown.
 	DecodedBytes int64
 	Row          int // position in the catalog, for errors and ordering
+	// Bounds are the catalog's statistics of the chunk's columns (its
+	// min_<col> and max_<col> fields); nil when the row has none.
+	Bounds *Bounds
 }
+
+// Bounds holds, for columns of a chunk, the values of the catalog's fields
+// min_<col> and max_<col> as the catalog gave them (string, int64, uint64
+// or float64).
+type Bounds struct {
+	byColumn map[string][2]any
+}
+
+// Of returns column col's bounds: nil for one the catalog does not give
+// (absent or NULL). Safe on a nil Bounds.
+func (b *Bounds) Of(col string) (min, max any) {
+	if b == nil {
+		return nil, nil
+	}
+	v := b.byColumn[col]
+	return v[0], v[1]
+}
+
+// The prefixes of a catalog field that gives a bound of a chunk column.
+const (
+	MinPrefix = "min_"
+	MaxPrefix = "max_"
+)
 
 // WireLength is the chunk's length in bytes: Length, or what follows Offset
 // in an object of known Size; -1 when unknown (read to the end).

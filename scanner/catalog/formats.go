@@ -168,7 +168,31 @@ func chunkFromRow(r Row, base string) (Chunk, error) {
 	if c.Length == 0 {
 		return c, fmt.Errorf("%q is 0: a chunk has at least one byte", colLength)
 	}
+	for name, v := range r {
+		col, side := boundOf(name)
+		if side < 0 {
+			continue
+		}
+		if c.Bounds == nil {
+			c.Bounds = &Bounds{byColumn: map[string][2]any{}}
+		}
+		b := c.Bounds.byColumn[col]
+		b[side] = v
+		c.Bounds.byColumn[col] = b
+	}
 	return c, nil
+}
+
+// boundOf splits a catalog field min_<col> or max_<col> into col and the
+// side it bounds (0 the minimum, 1 the maximum); side -1 for any other.
+func boundOf(name string) (col string, side int) {
+	if col, ok := strings.CutPrefix(name, MinPrefix); ok && col != "" {
+		return col, 0
+	}
+	if col, ok := strings.CutPrefix(name, MaxPrefix); ok && col != "" {
+		return col, 1
+	}
+	return "", -1
 }
 
 func textField(r Row, name, def string) (string, error) {

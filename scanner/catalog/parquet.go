@@ -28,5 +28,6 @@ func isCatalogColumn(name string) bool {
 	case colURL, colSegmentID, colChunkID, colOffset, colLength, colNumRows, colDecodedBytes:
 		return true
 	}
-	return false
+	_, side := boundOf(name)
+	return side >= 0
 }
