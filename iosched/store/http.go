@@ -23,7 +23,10 @@ type httpStore struct {
 	tr     *http.Transport
 }
 
-var _ Store = (*httpStore)(nil)
+var (
+	_ Store     = (*httpStore)(nil)
+	_ Versioner = (*httpStore)(nil)
+)
 
 func openHTTP(raw string, opts Options) (Store, string, error) {
 	u, err := parseHTTP(raw)
@@ -264,6 +267,24 @@ func (s *httpStore) Size(ctx context.Context, name string) (int64, error) {
 		return s.sizeByGet(ctx, name)
 	}
 	return resp.ContentLength, nil
+}
+
+// Version asks for the object's headers (HEAD) and returns its ETag, else
+// its Last-Modified time and size (see Versioner).
+func (s *httpStore) Version(ctx context.Context, name string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, s.base+name, nil)
+	if err != nil {
+		return "", s.fail("HEAD", name, "", 0, "", err)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", s.fail("HEAD", name, "", 0, "", unwrapURLError(err))
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", s.statusErr("HEAD", name, "", resp)
+	}
+	return objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength), nil
 }
 
 func (s *httpStore) sizeByGet(ctx context.Context, name string) (int64, error) {

@@ -27,7 +27,10 @@ type s3Store struct {
 	tr     *http.Transport
 }
 
-var _ Store = (*s3Store)(nil)
+var (
+	_ Store     = (*s3Store)(nil)
+	_ Versioner = (*s3Store)(nil)
+)
 
 func openS3(rest string, opts Options) (Store, string, error) {
 	if _, _, err := splitBucket(rest); err != nil {
@@ -337,6 +340,24 @@ func (s *s3Store) Size(ctx context.Context, name string) (int64, error) {
 		return 0, s.fail("HEAD", name, "", err)
 	}
 	return aws.ToInt64(out.ContentLength), nil
+}
+
+// Version asks for the object's headers (HeadObject) and returns its ETag,
+// else its Last-Modified time and size (see Versioner).
+func (s *s3Store) Version(ctx context.Context, name string) (string, error) {
+	bucket, key, err := splitBucket(name)
+	if err != nil {
+		return "", s.fail("HEAD", name, "", err)
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return "", s.fail("HEAD", name, "", err)
+	}
+	modified := ""
+	if out.LastModified != nil {
+		modified = out.LastModified.UTC().Format(time.RFC3339Nano)
+	}
+	return objectVersion(aws.ToString(out.ETag), modified, aws.ToInt64(out.ContentLength)), nil
 }
 
 // List pages through ListObjectsV2 of the bucket named by prefix's first part.
