@@ -28,6 +28,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/cache"
 	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
@@ -63,6 +64,11 @@ type Plan struct {
 	// prefetched holds the chunks bind fetched beside the first, by catalog row
 	// (under firstMu).
 	prefetched map[int]*prefetch
+	// cache is the local cache of remote chunks (nil: none), and
+	// cacheUses each running scan's use of it by query id, bind's
+	// under the plan's id (cache.go; under firstMu).
+	cache     *cache.Cache
+	cacheUses map[uint64]*cacheUse
 }
 
 // scanID is the query id of a new scan of the plan: the one reserved at
@@ -91,6 +97,12 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL, id: cfg.Process.nextScanID.Add(1)}
+	if cfg.CacheDir != "" {
+		if p.cache, err = cfg.Process.caches.open(cfg.CacheDir, cfg.CacheSize); err != nil {
+			return nil, fmt.Errorf("remote_segments: cache_dir: %w", err)
+		}
+		p.cacheUses = map[uint64]*cacheUse{p.id: newCacheUse(ctx, p.cache, cfg.MaxParallelIO)}
+	}
 	if n := chunks[0].WireLength(); n > 0 && n <= bindWholeMax {
 		p.startPrefetch(ctx) // the first chunk is read whole: the next ones go with it
 	}
@@ -166,7 +178,7 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, prepare func(*iosched.Request)
 	if prepare != nil {
 		prepare(&r)
 	}
-	data, err := run(h.Scheduler, []iosched.Request{r})
+	data, err := p.viaCache(p.cacheUseOf(query), c, run)(h.Scheduler, []iosched.Request{r})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
@@ -231,13 +243,16 @@ func (p *Plan) readMetaAtBind(ctx context.Context, c *Chunk, size int64) (arrowi
 		return arrowipc.FileMeta{}, err
 	}
 	defer h.Release()
+	run := p.viaCache(p.cacheUseOf(0), c, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+		return s.Fetch(ctx, reqs)
+	})
 	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
 		reqs := make([]iosched.Request, len(rs))
 		for i, r := range rs {
 			reqs[i] = iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset + r.Offset, Length: r.Length,
 				Priority: iosched.Priority{Seq: int64(c.Row)}}
 		}
-		return h.Scheduler.Fetch(ctx, reqs)
+		return run(h.Scheduler, reqs)
 	}
 	meta, _, err := arrowipc.ReadFileMeta(size, fetch)
 	return meta, err
@@ -321,4 +336,7 @@ type Stats struct {
 	CapRaises   int64
 	// Pool is the budget's buffer pool: buffers allocated and reused.
 	Pool budget.PoolStats
+	// CacheHits counts the ranges read from the local cache instead of
+	// the store, and CacheBytes their bytes (Config.CacheDir).
+	CacheHits, CacheBytes int64
 }

@@ -1,0 +1,294 @@
+package scanner
+
+// The local cache of remote chunks (Config.CacheDir): every vector of
+// requests for a remote object passes through viaCache, which serves the
+// ranges the cache holds for the object's current version from the local
+// disk, on the file domain's scheduler (a cache read never holds a remote
+// slot), and fetches the others from the store and stores them.
+//
+// The version is the catalog's (Chunk.Version, vouched for by the
+// catalog: no request to the store at all), else the store's answer to
+// one request for the object's headers per scan (store.Versioner), made
+// before the object's first range is looked up. An object overwritten
+// between two scans thus has a new version in the second, whose ranges
+// are not in the cache. A store that gives no version, and local files,
+// are not cached.
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/cache"
+	"github.com/remote-segments/remote_segments/iosched/store"
+)
+
+// caches are a process's open cache directories, one Cache per directory
+// and size, so that the scans sharing one count into one set of
+// statistics (remote_segments_cache()).
+type caches struct {
+	mu sync.Mutex
+	m  map[string]*cache.Cache
+}
+
+// open returns the cache of dir holding size bytes (0: the default),
+// opening it on first use.
+func (cs *caches) open(dir string, size int64) (*cache.Cache, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	key := abs + "\x00" + strconv.FormatInt(size, 10)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c := cs.m[key]; c != nil {
+		return c, nil
+	}
+	c, err := cache.Open(abs, size)
+	if err != nil {
+		return nil, err
+	}
+	if cs.m == nil {
+		cs.m = map[string]*cache.Cache{}
+	}
+	cs.m[key] = c
+	return c, nil
+}
+
+// CacheStats returns the statistics of every cache directory the
+// process's scans opened.
+func (p *Process) CacheStats() []cache.Stats {
+	p.caches.mu.Lock()
+	cs := make([]*cache.Cache, 0, len(p.caches.m))
+	for _, c := range p.caches.m {
+		cs = append(cs, c)
+	}
+	p.caches.mu.Unlock()
+	out := make([]cache.Stats, len(cs))
+	for i, c := range cs {
+		out[i] = c.Stats()
+	}
+	return out
+}
+
+// cacheUse is one scan's (or bind's) use of the cache: the versions it
+// checked, each once, and its hits.
+type cacheUse struct {
+	c   *cache.Cache
+	ctx context.Context
+	// versions maps an object to its version check, made once.
+	mu       sync.Mutex
+	versions map[string]*versionCheck
+	// checks bounds the version checks in flight, as the IO slots bound
+	// the GETs.
+	checks chan struct{}
+
+	hits, bytes atomic.Int64
+}
+
+// versionCheck is one object's version, once known.
+type versionCheck struct {
+	done    chan struct{}
+	version string
+	err     error
+}
+
+func newCacheUse(ctx context.Context, c *cache.Cache, parallel int) *cacheUse {
+	if parallel <= 0 {
+		parallel = iosched.DefaultParallelism
+	}
+	return &cacheUse{c: c, ctx: ctx, versions: map[string]*versionCheck{}, checks: make(chan struct{}, parallel)}
+}
+
+// version returns object's version, asking vs once per cacheUse (the
+// callers for the same object wait for the one request).
+func (cu *cacheUse) version(object string, vs store.Versioner, name string) (string, error) {
+	cu.mu.Lock()
+	vc := cu.versions[object]
+	if vc != nil {
+		cu.mu.Unlock()
+		select {
+		case <-vc.done:
+			return vc.version, vc.err
+		case <-cu.ctx.Done():
+			return "", cu.ctx.Err()
+		}
+	}
+	vc = &versionCheck{done: make(chan struct{})}
+	cu.versions[object] = vc
+	cu.mu.Unlock()
+	defer close(vc.done)
+	select {
+	case cu.checks <- struct{}{}:
+	case <-cu.ctx.Done():
+		vc.err = cu.ctx.Err()
+		return "", vc.err
+	}
+	vc.version, vc.err = vs.Version(cu.ctx, name)
+	<-cu.checks
+	cu.c.Validated(1)
+	return vc.version, vc.err
+}
+
+// runFunc runs one vector of requests on a scheduler and returns their
+// bytes in order.
+type runFunc = func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)
+
+// viaCache wraps run, which reads ranges of chunk c's object, so that the
+// ranges cu's cache holds are read from it and the others are stored
+// after run fetched them. With no cache (cu nil) it is run.
+func (p *Plan) viaCache(cu *cacheUse, c *Chunk, run runFunc) runFunc {
+	if cu == nil {
+		return run
+	}
+	return func(sched *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+		if len(reqs) == 0 {
+			return run(sched, reqs)
+		}
+		st, name := reqs[0].Store, reqs[0].Name
+		vs, ok := st.(store.Versioner)
+		if !ok {
+			return run(sched, reqs) // a local file: nothing to gain
+		}
+		// The S3 endpoint tells apart objects of one s3:// URL; the URL
+		// is shown without credentials, and the version does the rest.
+		object := p.cfg.Store.S3Endpoint + "\x00" + st.URL(name)
+		version := c.Version
+		if version != "" {
+			version = "catalog:" + version
+		} else {
+			v, err := cu.version(object, vs, name)
+			if err != nil || v == "" {
+				// No version, no cache: the GET reports what is wrong
+				// with the object, if anything.
+				return run(sched, reqs)
+			}
+			version = v
+		}
+		keys := make([]cache.Key, len(reqs))
+		entries := make([]cache.Entry, len(reqs))
+		var hit, miss []int
+		for i, r := range reqs {
+			if r.Name != name {
+				panic("scanner: one vector of cached requests names two objects")
+			}
+			keys[i] = cache.Key{Object: object, Version: version, Offset: r.Offset, Length: r.Length}
+			if e, ok := cu.c.Lookup(keys[i]); ok {
+				entries[i] = e
+				hit = append(hit, i)
+			} else {
+				miss = append(miss, i)
+			}
+		}
+		out := make([][]byte, len(reqs))
+		if len(hit) > 0 {
+			bad, err := p.readEntries(cu, reqs, entries, hit, out)
+			if err != nil {
+				// Read from the store instead (an entry evicted since its
+				// lookup): into fresh memory, since the failed batch may
+				// still write into the requests' buffers.
+				for _, i := range hit {
+					reqs[i].Buffer, reqs[i].Alloc, out[i] = nil, nil, nil
+				}
+				bad = hit
+			}
+			miss = append(miss, bad...)
+			slices.Sort(miss)
+		}
+		if len(miss) == 0 {
+			return out, nil
+		}
+		mreqs := make([]iosched.Request, len(miss))
+		for j, i := range miss {
+			mreqs[j] = reqs[i]
+		}
+		data, err := run(sched, mreqs)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range miss {
+			out[i] = data[j]
+			cu.c.Put(keys[i], data[j]) // a failed fill is counted; the scan has its bytes
+		}
+		return out, nil
+	}
+}
+
+// readEntries reads the entries of reqs at indexes hit into out, on the
+// local file domain, and checks each; it returns the indexes whose bytes
+// failed the check (those entries are dropped). An error means no entry
+// was read.
+func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache.Entry, hit []int, out [][]byte) ([]int, error) {
+	h, err := p.cfg.Process.domains.Open(entries[hit[0]].Path, store.Options{}, iosched.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Release()
+	lreqs := make([]iosched.Request, len(hit))
+	for j, i := range hit {
+		e := entries[i]
+		lreqs[j] = iosched.Request{Store: h.Store, Name: filepath.ToSlash(e.Path), Offset: e.Offset, Length: e.Length,
+			Priority: reqs[i].Priority, Buffer: reqs[i].Buffer, Alloc: reqs[i].Alloc}
+	}
+	data, err := h.Scheduler.Fetch(cu.ctx, lreqs)
+	if err != nil {
+		return nil, err
+	}
+	var bad []int
+	for j, i := range hit {
+		if cu.c.Check(entries[i], data[j]) != nil {
+			bad = append(bad, i)
+			continue
+		}
+		out[i] = data[j]
+		n := int64(len(data[j]))
+		cu.c.Hit(n)
+		cu.hits.Add(1)
+		cu.bytes.Add(n)
+	}
+	return bad, nil
+}
+
+// cacheUseOf is the cache use of the scan with id query (0: bind's), nil
+// when the scan has no cache.
+func (p *Plan) cacheUseOf(query uint64) *cacheUse {
+	if p.cache == nil {
+		return nil
+	}
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	if query == 0 {
+		query = p.id
+	}
+	return p.cacheUses[query]
+}
+
+// useCache sets up the cache uses of a scan with id query, whose context
+// is ctx: the first scan keeps the versions bind checked moments before
+// (its prefetches and its first chunk were read with them), a later scan
+// of the plan checks them anew. It returns the function that ends it.
+func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
+	if p.cache == nil {
+		return nil, func() {}
+	}
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	cu := newCacheUse(ctx, p.cache, p.cfg.MaxParallelIO)
+	if bound := p.cacheUses[query]; bound != nil && query == p.id {
+		bound.mu.Lock()
+		cu.versions = bound.versions
+		bound.mu.Unlock()
+		cu.hits.Add(bound.hits.Load())
+		cu.bytes.Add(bound.bytes.Load())
+	}
+	p.cacheUses[query] = cu
+	return cu, func() {
+		p.firstMu.Lock()
+		defer p.firstMu.Unlock()
+		delete(p.cacheUses, query)
+	}
+}
