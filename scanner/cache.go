@@ -19,9 +19,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/iosched/cache"
 	"github.com/remote-segments/remote_segments/iosched/store"
@@ -72,6 +74,7 @@ func (p *Process) CacheStats() []cache.Stats {
 	for i, c := range cs {
 		out[i] = c.Stats()
 	}
+	slices.SortFunc(out, func(a, b cache.Stats) int { return strings.Compare(a.Dir, b.Dir) })
 	return out
 }
 
@@ -291,4 +294,33 @@ func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
 		defer p.firstMu.Unlock()
 		delete(p.cacheUses, query)
 	}
+}
+
+// cacheColumns are the columns of remote_segments_cache(): one row per
+// cache directory the process's scans opened.
+var cacheColumns = []tableColumn[cache.Stats]{
+	{"cache_dir", arrow.BinaryTypes.String, func(c *cache.Stats) any { return c.Dir }},
+	{"cache_size", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Size }},
+	{"entries", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Entries }},
+	{"bytes", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Bytes }},
+	{"hits", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Hits }},
+	{"hit_bytes", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.HitBytes }},
+	{"misses", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Misses }},
+	{"fills", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Fills }},
+	{"not_admitted", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Refused }},
+	{"evictions", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Evictions }},
+	{"validations", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Validations }},
+	{"corrupt", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Corrupt }},
+	{"fill_errors", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Errors }},
+}
+
+// CacheSchema is the schema of remote_segments_cache().
+func CacheSchema() *arrow.Schema { return tableSchema(cacheColumns) }
+
+// CacheTable is the process's cache directories as the rows of
+// remote_segments_cache(), in CacheSchema: entries and bytes on disk (of
+// every process sharing the directory), and this process's hits, misses,
+// fills, refusals, evictions, version checks and corrupt entries found.
+func (p *Process) CacheTable() arrow.RecordBatch {
+	return buildTable(CacheSchema(), cacheColumns, p.CacheStats())
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/remote-segments/remote_segments/iosched/cache"
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
@@ -133,6 +134,17 @@ func TestCacheWarmScan(t *testing.T) {
 	}
 	if cs := p.CacheStats(); len(cs) != 1 || cs[0].Validations == 0 || cs[0].Hits == 0 || cs[0].Fills == 0 {
 		t.Fatalf("cache stats %+v", cs)
+	}
+	rec := p.CacheTable()
+	defer rec.Release()
+	hits := rec.Column(rec.Schema().FieldIndices("hits")[0]).(*array.Int64)
+	if rec.NumRows() != 1 || hits.Value(0) != p.CacheStats()[0].Hits {
+		t.Fatalf("remote_segments_cache(): %d rows, hits %v", rec.NumRows(), hits)
+	}
+	stats := StatsTable([]ScanInfo{{Stats: st}})
+	defer stats.Release()
+	if v := stats.Column(stats.Schema().FieldIndices("cache_hits")[0]).(*array.Int64).Value(0); v != st.CacheHits {
+		t.Fatalf("remote_segments_stats() cache_hits %d, want %d", v, st.CacheHits)
 	}
 }
 
