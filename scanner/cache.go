@@ -137,6 +137,66 @@ func (cu *cacheUse) version(object string, vs store.Versioner, name string) (str
 	return vc.version, vc.err
 }
 
+// objectKey is how the cache names object name of st: the S3 endpoint
+// tells apart objects of one s3:// URL; the URL is shown without
+// credentials, and the version does the rest.
+func (p *Plan) objectKey(st store.Store, name string) string {
+	return p.cfg.Store.S3Endpoint + "\x00" + st.URL(name)
+}
+
+// checkVersionsAhead starts the version checks of the scan's objects
+// that carry no catalog version, all of them from the start and as many
+// at once as the IO slots (cacheUse.checks): a chunk waits for its
+// object's check only if it comes before the check is done, so that
+// the checks cost about objects ÷ slots round trips, however few chunks
+// the budget lets run at once.
+func (s *Scan) checkVersionsAhead() {
+	cu := s.cache
+	if cu == nil {
+		return
+	}
+	var urls []string
+	seen := map[string]bool{}
+	for i := range s.plan.Chunks {
+		c := &s.plan.Chunks[i]
+		if c.Version == "" && !seen[c.URL] {
+			seen[c.URL] = true
+			urls = append(urls, c.URL)
+		}
+	}
+	next := make(chan string)
+	workers := min(cap(cu.checks), len(urls))
+	s.wg.Add(workers + 1)
+	go func() {
+		defer s.wg.Done()
+		defer s.guard()
+		defer close(next)
+		for _, u := range urls {
+			select {
+			case next <- u:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			defer s.wg.Done()
+			defer s.guard()
+			for u := range next {
+				h, err := openObject(u, &s.plan.cfg)
+				if err != nil {
+					continue // the chunk's own read reports it
+				}
+				if vs, ok := h.Store.(store.Versioner); ok {
+					cu.version(s.plan.objectKey(h.Store, h.Name), vs, h.Name)
+				}
+				h.Release()
+			}
+		}()
+	}
+}
+
 // runFunc runs one vector of requests on a scheduler and returns their
 // bytes in order.
 type runFunc = func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)
@@ -157,9 +217,7 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, run runFunc) runFunc {
 		if !ok {
 			return run(sched, reqs) // a local file: nothing to gain
 		}
-		// The S3 endpoint tells apart objects of one s3:// URL; the URL
-		// is shown without credentials, and the version does the rest.
-		object := p.cfg.Store.S3Endpoint + "\x00" + st.URL(name)
+		object := p.objectKey(st, name)
 		version := c.Version
 		if version != "" {
 			version = "catalog:" + version

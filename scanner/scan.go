@@ -156,6 +156,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		p.cfg.Process.traces.add(s.id, s.trace)
 	}
 	p.cfg.Process.scans.register(s)
+	s.checkVersionsAhead()
 	s.wg.Add(1)
 	go s.planChunks()
 	return s, nil
