@@ -90,8 +90,13 @@ type cacheUse struct {
 	// the GETs.
 	checks chan struct{}
 
-	hits, bytes atomic.Int64
+	// hits counts the ranges served from the cache and their bytes;
+	// bind's and the first scan's share it.
+	hits *cacheHits
 }
+
+// cacheHits counts the ranges a scan read from the cache, and their bytes.
+type cacheHits struct{ n, bytes atomic.Int64 }
 
 // versionCheck is one object's version, once known.
 type versionCheck struct {
@@ -104,7 +109,7 @@ func newCacheUse(ctx context.Context, c *cache.Cache, parallel int) *cacheUse {
 	if parallel <= 0 {
 		parallel = iosched.DefaultParallelism
 	}
-	return &cacheUse{c: c, ctx: ctx, versions: map[string]*versionCheck{}, checks: make(chan struct{}, parallel)}
+	return &cacheUse{c: c, ctx: ctx, versions: map[string]*versionCheck{}, checks: make(chan struct{}, parallel), hits: &cacheHits{}}
 }
 
 // version returns object's version, asking vs once per cacheUse (the
@@ -308,8 +313,8 @@ func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache
 		out[i] = data[j]
 		n := int64(len(data[j]))
 		cu.c.Hit(n)
-		cu.hits.Add(1)
-		cu.bytes.Add(n)
+		cu.hits.n.Add(1)
+		cu.hits.bytes.Add(n)
 	}
 	return bad, nil
 }
@@ -340,11 +345,12 @@ func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
 	defer p.firstMu.Unlock()
 	cu := newCacheUse(ctx, p.cache, p.cfg.MaxParallelIO)
 	if bound := p.cacheUses[query]; bound != nil && query == p.id {
+		// Bind's prefetches may still be reading: they count into the
+		// same hits.
 		bound.mu.Lock()
 		cu.versions = bound.versions
 		bound.mu.Unlock()
-		cu.hits.Add(bound.hits.Load())
-		cu.bytes.Add(bound.bytes.Load())
+		cu.hits = bound.hits
 	}
 	p.cacheUses[query] = cu
 	return cu, func() {

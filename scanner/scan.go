@@ -437,7 +437,7 @@ func (s *Scan) Stats() Stats {
 		Progress: s.progress.fraction(),
 	}
 	if s.cache != nil {
-		st.CacheHits, st.CacheBytes = s.cache.hits.Load(), s.cache.bytes.Load()
+		st.CacheHits, st.CacheBytes = s.cache.hits.n.Load(), s.cache.hits.bytes.Load()
 	}
 	return st
 }

@@ -261,18 +261,23 @@ func (c *Cache) Put(k Key, data []byte) (bool, error) {
 		c.refused.Add(1)
 		return false, nil
 	}
-	if c.used.Load()+n > c.size && !c.secondTouch(h) {
-		c.refused.Add(1)
-		return false, nil
+	// The room is taken before the write, so that fills running at once
+	// cannot all see the same room and together pass the size: that would
+	// evict entries to admit ranges seen once.
+	if c.used.Add(n) > c.size {
+		if !c.secondTouch(h) {
+			c.used.Add(-n)
+			c.refused.Add(1)
+			return false, nil
+		}
+		defer c.evict()
 	}
 	if err := c.write(h, data); err != nil {
+		c.used.Add(-n)
 		c.errs.Add(1)
 		return false, err
 	}
 	c.fills.Add(1)
-	if c.used.Add(n) > c.size {
-		c.evict()
-	}
 	return true, nil
 }
 

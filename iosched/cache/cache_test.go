@@ -267,3 +267,37 @@ func TestKilledDuringFill(t *testing.T) {
 		t.Error("no entry survived: the filler had renamed at least ten")
 	}
 }
+
+// TestConcurrentFillsKeepHotSet: fills running at once, near the size,
+// must not together pass it (each seeing the same room) and so evict
+// entries to make room for ranges seen only once.
+func TestConcurrentFillsKeepHotSet(t *testing.T) {
+	const n, size = 4096, 100 * 4096
+	c, err := Open(t.TempDir(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		c.Put(Key{Object: "hot" + strconv.Itoa(i), Version: "v", Length: n}, payload(i, n))
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				k := Key{Object: fmt.Sprintf("cold%d-%d", g, i), Version: "v", Length: n}
+				c.Put(k, payload(i, n))
+			}
+		}()
+	}
+	wg.Wait()
+	if st := c.Stats(); st.Evictions != 0 || st.Bytes > size {
+		t.Fatalf("%+v: once-seen ranges evicted entries or passed the size", st)
+	}
+	for i := 0; i < 60; i++ {
+		if _, ok := c.Lookup(Key{Object: "hot" + strconv.Itoa(i), Version: "v", Length: n}); !ok {
+			t.Fatalf("hot entry %d evicted", i)
+		}
+	}
+}
