@@ -16,6 +16,7 @@ package scanner
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -150,7 +151,8 @@ func (p *Plan) objectKey(st store.Store, name string) string {
 }
 
 // checkVersionsAhead starts the version checks of the scan's objects
-// that carry no catalog version, all of them from the start and as many
+// that carry no catalog version and that the cache filled before, all of
+// them from the start and as many
 // at once as the IO slots (cacheUse.checks): a chunk waits for its
 // object's check only if it comes before the check is done, so that
 // the checks cost about objects ÷ slots round trips, however few chunks
@@ -193,12 +195,27 @@ func (s *Scan) checkVersionsAhead() {
 				if err != nil {
 					continue // the chunk's own read reports it
 				}
-				if vs, ok := h.Store.(store.Versioner); ok {
-					cu.version(s.plan.objectKey(h.Store, h.Name), vs, h.Name)
+				object := s.plan.objectKey(h.Store, h.Name)
+				if _, known := cu.c.Known(object); known {
+					if vs, ok := h.Store.(store.Versioner); ok {
+						cu.version(object, vs, h.Name)
+					}
 				}
 				h.Release()
 			}
 		}()
+	}
+}
+
+// learned notes version as object's for the rest of the scan, from the
+// answer of one of its GETs: the scan need not ask again.
+func (cu *cacheUse) learned(object, version string) {
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	if cu.versions[object] == nil {
+		vc := &versionCheck{done: make(chan struct{}), version: version}
+		close(vc.done)
+		cu.versions[object] = vc
 	}
 }
 
@@ -209,6 +226,14 @@ type runFunc = func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)
 // viaCache wraps run, which reads ranges of chunk c's object, so that the
 // ranges cu's cache holds are read from it and the others are stored
 // after run fetched them. With no cache (cu nil) it is run.
+//
+// The version the ranges are looked up by is the catalog's, else the one
+// the store gives now (one request for the headers per object and scan),
+// asked only of objects the cache has filled before (cache.Known): a
+// scan of objects it never saw pays no check. Fetched ranges are stored
+// under the version their own answers gave (store.RangeVersioner), never
+// one asked before, so that an object overwritten between the check and
+// the GET cannot leave the new bytes under the old version.
 func (p *Plan) viaCache(cu *cacheUse, c *Chunk, run runFunc) runFunc {
 	if cu == nil {
 		return run
@@ -222,48 +247,27 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, run runFunc) runFunc {
 		if !ok {
 			return run(sched, reqs) // a local file: nothing to gain
 		}
+		for _, r := range reqs {
+			if r.Name != name || r.Store != st {
+				panic("scanner: one vector of cached requests names two objects")
+			}
+		}
 		object := p.objectKey(st, name)
+		out := make([][]byte, len(reqs))
+		miss := make([]int, len(reqs))
+		for i := range miss {
+			miss[i] = i
+		}
 		version := c.Version
 		if version != "" {
 			version = "catalog:" + version
-		} else {
-			v, err := cu.version(object, vs, name)
-			if err != nil || v == "" {
-				// No version, no cache: the GET reports what is wrong
-				// with the object, if anything.
-				return run(sched, reqs)
-			}
-			version = v
+		} else if _, known := cu.c.Known(object); known {
+			// An error or no version: the ranges are fetched, and the
+			// GET reports what is wrong with the object, if anything.
+			version, _ = cu.version(object, vs, name)
 		}
-		keys := make([]cache.Key, len(reqs))
-		entries := make([]cache.Entry, len(reqs))
-		var hit, miss []int
-		for i, r := range reqs {
-			if r.Name != name {
-				panic("scanner: one vector of cached requests names two objects")
-			}
-			keys[i] = cache.Key{Object: object, Version: version, Offset: r.Offset, Length: r.Length}
-			if e, ok := cu.c.Lookup(keys[i]); ok {
-				entries[i] = e
-				hit = append(hit, i)
-			} else {
-				miss = append(miss, i)
-			}
-		}
-		out := make([][]byte, len(reqs))
-		if len(hit) > 0 {
-			bad, err := p.readEntries(cu, reqs, entries, hit, out)
-			if err != nil {
-				// Read from the store instead (an entry evicted since its
-				// lookup): into fresh memory, since the failed batch may
-				// still write into the requests' buffers.
-				for _, i := range hit {
-					reqs[i].Buffer, reqs[i].Alloc, out[i] = nil, nil, nil
-				}
-				bad = hit
-			}
-			miss = append(miss, bad...)
-			slices.Sort(miss)
+		if version != "" {
+			miss = p.readCached(cu, object, version, reqs, out)
 		}
 		if len(miss) == 0 {
 			return out, nil
@@ -272,16 +276,119 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, run runFunc) runFunc {
 		for j, i := range miss {
 			mreqs[j] = reqs[i]
 		}
+		var rec *recordingStore
+		if c.Version == "" {
+			rv, ok := st.(store.RangeVersioner)
+			if !ok {
+				return p.fetchUncached(sched, run, reqs, mreqs, miss, out)
+			}
+			rec = &recordingStore{Store: st, rv: rv}
+			for j := range mreqs {
+				mreqs[j].Store = rec
+			}
+		}
 		data, err := run(sched, mreqs)
 		if err != nil {
 			return nil, err
 		}
+		if rec != nil {
+			if version = rec.result(); version != "" {
+				cu.c.SetKnown(object, version)
+				cu.learned(object, version)
+			}
+		}
 		for j, i := range miss {
 			out[i] = data[j]
-			cu.c.Put(keys[i], data[j]) // a failed fill is counted; the scan has its bytes
+			if version != "" {
+				// A failed fill is counted; the scan has its bytes.
+				cu.c.Put(cache.Key{Object: object, Version: version, Offset: reqs[i].Offset, Length: reqs[i].Length}, data[j])
+			}
 		}
 		return out, nil
 	}
+}
+
+// fetchUncached runs mreqs (reqs at indexes miss) and places their bytes
+// in out.
+func (p *Plan) fetchUncached(sched *iosched.Scheduler, run runFunc, reqs, mreqs []iosched.Request, miss []int, out [][]byte) ([][]byte, error) {
+	data, err := run(sched, mreqs)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range miss {
+		out[i] = data[j]
+	}
+	return out, nil
+}
+
+// readCached reads the ranges of reqs the cache holds for object at
+// version into out, and returns the indexes of the others (to fetch).
+func (p *Plan) readCached(cu *cacheUse, object, version string, reqs []iosched.Request, out [][]byte) []int {
+	entries := make([]cache.Entry, len(reqs))
+	var hit, miss []int
+	for i, r := range reqs {
+		if e, ok := cu.c.Lookup(cache.Key{Object: object, Version: version, Offset: r.Offset, Length: r.Length}); ok {
+			entries[i] = e
+			hit = append(hit, i)
+		} else {
+			miss = append(miss, i)
+		}
+	}
+	if len(hit) == 0 {
+		return miss
+	}
+	bad, err := p.readEntries(cu, reqs, entries, hit, out)
+	if err != nil {
+		// Read from the store instead (an entry evicted since its
+		// lookup): into fresh memory, since the failed batch may still
+		// write into the requests' buffers.
+		for _, i := range hit {
+			reqs[i].Buffer, reqs[i].Alloc, out[i] = nil, nil, nil
+		}
+		bad = hit
+	}
+	miss = append(miss, bad...)
+	slices.Sort(miss)
+	return miss
+}
+
+// recordingStore is a remote store whose GETs note the version of the
+// object they read: the version the fetched ranges are stored under.
+type recordingStore struct {
+	store.Store
+	rv store.RangeVersioner
+
+	mu      sync.Mutex
+	version string
+	mixed   bool // answers of two versions, or one without
+}
+
+// GetRange reads as the store does and notes the answer's version.
+func (r *recordingStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	body, v, err := r.rv.GetRangeVersion(ctx, name, off, length)
+	if err == nil {
+		r.mu.Lock()
+		switch {
+		case v == "" || (r.version != "" && v != r.version):
+			r.mixed = true
+		default:
+			r.version = v
+		}
+		r.mu.Unlock()
+	}
+	return body, err
+}
+
+// result is the one version every answer gave, or "" if they differed
+// (the object changed while it was read: its ranges are not stored) or
+// gave none.
+func (r *recordingStore) result() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mixed {
+		return ""
+	}
+	return r.version
 }
 
 // readEntries reads the entries of reqs at indexes hit into out, on the

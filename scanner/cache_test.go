@@ -1,8 +1,10 @@
 package scanner
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/remote-segments/remote_segments/iosched/cache"
+	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
 
@@ -105,8 +108,8 @@ func TestCacheWarmScan(t *testing.T) {
 	objects := int64(len(cfg.Rows))
 
 	scanAll(t, cfg, want)
-	if srv.gets.Load() == 0 {
-		t.Fatal("the cold scan made no GET")
+	if srv.gets.Load() == 0 || srv.heads.Load() != 0 {
+		t.Fatalf("the cold scan made %d GETs, %d HEADs: want GETs and no version check of objects never cached", srv.gets.Load(), srv.heads.Load())
 	}
 	srv.gets.Store(0)
 	srv.heads.Store(0)
@@ -249,5 +252,45 @@ func TestCacheLargeChunks(t *testing.T) {
 	}
 	if g := srv.gets.Load(); g != 0 {
 		t.Fatalf("warm projected scan made %d GETs", g)
+	}
+}
+
+// versionedStore answers GETs with the versions it is given, in turn.
+type versionedStore struct {
+	store.Store
+	versions []string
+	n        atomic.Int64
+}
+
+func (v *versionedStore) GetRangeVersion(ctx context.Context, name string, off, length int64) (io.ReadCloser, string, error) {
+	i := v.n.Add(1) - 1
+	return io.NopCloser(strings.NewReader("x")), v.versions[int(i)%len(v.versions)], nil
+}
+
+// TestRecordingStore: ranges are stored under the version their answers
+// gave, and not at all when the answers disagree (the object changed while
+// it was read) or gave none.
+func TestRecordingStore(t *testing.T) {
+	for _, c := range []struct {
+		versions []string
+		want     string
+	}{
+		{[]string{"etag:a"}, "etag:a"},
+		{[]string{"etag:a", "etag:b"}, ""},
+		{[]string{""}, ""},
+		{[]string{"etag:a", ""}, ""},
+	} {
+		vs := &versionedStore{versions: c.versions}
+		rec := &recordingStore{rv: vs}
+		for range 2 {
+			body, err := rec.GetRange(context.Background(), "o", 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body.Close()
+		}
+		if got := rec.result(); got != c.want {
+			t.Errorf("answers of %q: version %q, want %q", c.versions, got, c.want)
+		}
 	}
 }

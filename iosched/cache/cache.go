@@ -19,6 +19,10 @@ package cache
 // statistics and an estimate of the bytes in use, which eviction replaces
 // by what it finds on disk.
 //
+// Which objects are worth a version check is a hint kept in objects/ (the
+// version an object had when its ranges were last stored): an object with
+// none is fetched and stored without asking its version first.
+//
 // Recency is the entry file's modification time, set on every hit; an
 // eviction (under an advisory lock on the directory, so that processes do
 // not evict at once) removes the least recently used entries until the
@@ -157,7 +161,7 @@ func Open(dir string, size int64) (*Cache, error) {
 		return nil, fmt.Errorf("cache: %s: %w", dir, err)
 	}
 	root := filepath.Join(abs, layout)
-	for _, sub := range []string{"entries", "tmp", "seen"} {
+	for _, sub := range []string{"entries", "tmp", "seen", "objects"} {
 		if err := os.MkdirAll(filepath.Join(root, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
@@ -189,6 +193,52 @@ func (c *Cache) Size() int64 { return c.size }
 func (c *Cache) entryPath(h [32]byte) string {
 	x := hex.EncodeToString(h[:])
 	return filepath.Join(c.dir, "entries", x[:2], x)
+}
+
+func (c *Cache) objectPath(object string) string {
+	h := sha256.Sum256([]byte(object))
+	return filepath.Join(c.dir, "objects", hex.EncodeToString(h[:]))
+}
+
+// maxVersionLen bounds a version kept by SetKnown; a longer one is not
+// kept (its object is then fetched as one never seen).
+const maxVersionLen = 1024
+
+// Known returns the version object last had when ranges of it were stored
+// (SetKnown), by any process: a hint of whether its version is worth
+// checking, never a key by itself.
+func (c *Cache) Known(object string) (string, bool) {
+	b, err := os.ReadFile(c.objectPath(object))
+	if err != nil || len(b) == 0 || len(b) > maxVersionLen {
+		return "", false
+	}
+	return string(b), true
+}
+
+// SetKnown notes version as object's (see Known). A failure to write it
+// only costs the next scan its check.
+func (c *Cache) SetKnown(object, version string) {
+	if version == "" || len(version) > maxVersionLen {
+		return
+	}
+	if old, ok := c.Known(object); ok && old == version {
+		return
+	}
+	p := c.objectPath(object)
+	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(p)+".*")
+	if err != nil {
+		return
+	}
+	_, err = f.WriteString(version)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
 }
 
 func (c *Cache) seenPath(h [32]byte) string {
@@ -362,7 +412,8 @@ func (c *Cache) count() int64 {
 
 // evict removes the least recently used entries until the cache is at
 // lowWater of its size, temporary files of dead fills, and the oldest
-// admission markers beyond as many as there are entries.
+// admission markers and known versions beyond as many as there are
+// entries (at least 1024 of each).
 func (c *Cache) evict() {
 	c.evicting.Lock()
 	defer c.evicting.Unlock()
@@ -395,11 +446,13 @@ func (c *Cache) evict() {
 			os.Remove(f.path)
 		}
 	}
-	seen := c.walk("seen")
-	if extra := len(seen) - max(len(entries), 1024); extra > 0 {
-		slices.SortFunc(seen, func(a, b file) int { return a.used.Compare(b.used) })
-		for _, f := range seen[:extra] {
-			os.Remove(f.path)
+	for _, sub := range []string{"seen", "objects"} {
+		marks := c.walk(sub)
+		if extra := len(marks) - max(len(entries), 1024); extra > 0 {
+			slices.SortFunc(marks, func(a, b file) int { return a.used.Compare(b.used) })
+			for _, f := range marks[:extra] {
+				os.Remove(f.path)
+			}
 		}
 	}
 }

@@ -445,6 +445,17 @@ type Versioner interface {
 	Version(ctx context.Context, name string) (string, error)
 }
 
+// RangeVersioner is a Store whose GETs tell the version of the object
+// they read (the answer's ETag, else Last-Modified and size), so that
+// bytes and their version come from one answer: a cache keyed by a
+// version asked before the GET could store the bytes of a write that came
+// between the two under the version before it.
+type RangeVersioner interface {
+	// GetRangeVersion is GetRange, and the version as Versioner.Version
+	// would give it ("" when the answer has neither).
+	GetRangeVersion(ctx context.Context, name string, off, length int64) (io.ReadCloser, string, error)
+}
+
 // objectVersion is the Version of an object from its entity tag, its
 // modification time and its size: the tag alone where there is one, since
 // a store changes it with every write; else the time with the size.

@@ -38,6 +38,17 @@ func TestVersionChangesWithObject(t *testing.T) {
 		if v := versionOf(t, st, name); v != v1 {
 			t.Fatalf("the same object has versions %q and %q", v1, v)
 		}
+		// A GET tells the same version as a HEAD, whole or a range.
+		for _, r := range [][2]int64{{0, -1}, {1, 3}} {
+			body, v, err := st.(store.RangeVersioner).GetRangeVersion(ctx, name, r[0], r[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			body.Close()
+			if v != v1 {
+				t.Fatalf("GET bytes %v: version %q, HEAD %q", r, v, v1)
+			}
+		}
 		if err := srv.PutObject(ctx, "bkt", "a.bin", []byte("other")); err != nil { // same size
 			t.Fatal(err)
 		}
