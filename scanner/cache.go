@@ -268,6 +268,8 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, run runFunc) runFunc {
 		}
 		if version != "" {
 			miss = p.readCached(cu, object, version, reqs, out)
+		} else {
+			cu.c.Missed(int64(len(reqs)))
 		}
 		if len(miss) == 0 {
 			return out, nil

@@ -296,6 +296,10 @@ func readHeader(p string, h [32]byte) (Entry, error) {
 // Hit counts n bytes served from the cache.
 func (c *Cache) Hit(n int64) { c.hits.Add(1); c.hitBytes.Add(n) }
 
+// Missed counts n ranges looked for without a Lookup: ranges of an
+// object the cache holds nothing of.
+func (c *Cache) Missed(n int64) { c.misses.Add(n) }
+
 // Validated counts n version checks (requests for an object's headers).
 func (c *Cache) Validated(n int64) { c.validations.Add(n) }
 
