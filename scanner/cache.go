@@ -6,13 +6,14 @@ package scanner
 // disk, on the file domain's scheduler (a cache read never holds a remote
 // slot), and fetches the others from the store and stores them.
 //
-// The version is the catalog's (Chunk.Version, vouched for by the
-// catalog: no request to the store at all), else the store's answer to
-// one request for the object's headers per scan (store.Versioner), made
-// before the object's first range is looked up. An object overwritten
-// between two scans thus has a new version in the second, whose ranges
-// are not in the cache. A store that gives no version, and local files,
-// are not cached.
+// The version the ranges are looked up by is the catalog's (Chunk.Version,
+// vouched for by the catalog: no request to the store at all), else the
+// store's answer to one request for the object's headers per scan
+// (store.Versioner), asked only of objects the cache has stored ranges of.
+// An object overwritten between two scans thus has a new version in the
+// second, whose ranges are not in the cache. Fetched ranges are stored
+// under the version their own answers carried (recordingStore). A store
+// that gives no version, and local files, are not cached.
 
 import (
 	"context"
