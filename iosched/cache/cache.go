@@ -76,6 +76,11 @@ const minDefaultSize = 64 << 20
 // so that every fill beyond the size does not trigger a directory walk.
 const lowWater = 0.9
 
+// touchEvery is how stale an entry's recency may be: a hit within it of
+// the last does not write the file's time again (a metadata write to the
+// disk for every hit), and eviction cannot tell apart hits closer than it.
+const touchEvery = time.Minute
+
 // staleTemp is the age of a temporary file that eviction removes: a fill
 // that old belongs to a process that died.
 const staleTemp = time.Hour
@@ -119,6 +124,7 @@ type Entry struct {
 	Offset int64
 	Length int64
 	sum    uint32
+	used   time.Time // when it was stored or last touched
 }
 
 // Check returns nil when data are the entry's bytes. Otherwise it removes
@@ -266,8 +272,9 @@ func (c *Cache) Lookup(k Key) (Entry, bool) {
 		c.misses.Add(1)
 		return Entry{}, false
 	}
-	now := time.Now()
-	os.Chtimes(p, now, now) // recency for eviction; a failure only ages the entry
+	if now := time.Now(); now.Sub(e.used) > touchEvery {
+		os.Chtimes(p, now, now) // recency for eviction; a failure only ages the entry
+	}
 	return e, true
 }
 
@@ -290,7 +297,7 @@ func readHeader(p string, h [32]byte) (Entry, error) {
 	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 || fi.Size() != HeaderSize+n {
 		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key", p)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20])}, nil
+	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), used: fi.ModTime()}, nil
 }
 
 // Hit counts n bytes served from the cache.
