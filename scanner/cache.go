@@ -226,7 +226,11 @@ type runFunc = func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)
 
 // viaCache wraps run, which reads ranges of chunk c's object, so that the
 // ranges cu's cache holds are read from it and the others are stored
-// after run fetched them. With no cache (cu nil) it is run.
+// after run fetched them. With no cache (cu nil) it is run. prepare, if
+// not nil, is applied to the requests that read the cache's entries as the
+// caller applied it to reqs (fetchWhole's): where the bytes go, and a
+// mapping of the entry where the chunk may be read from one, as a local
+// file is.
 //
 // The version the ranges are looked up by is the catalog's, else the one
 // the store gives now (one request for the headers per object and scan),
@@ -235,7 +239,7 @@ type runFunc = func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)
 // under the version their own answers gave (store.RangeVersioner), never
 // one asked before, so that an object overwritten between the check and
 // the GET cannot leave the new bytes under the old version.
-func (p *Plan) viaCache(cu *cacheUse, c *Chunk, run runFunc) runFunc {
+func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), run runFunc) runFunc {
 	if cu == nil {
 		return run
 	}
@@ -268,7 +272,7 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, run runFunc) runFunc {
 			version, _ = cu.version(object, vs, name)
 		}
 		if version != "" {
-			miss = p.readCached(cu, object, version, reqs, out)
+			miss = p.readCached(cu, object, version, reqs, out, prepare)
 		} else {
 			cu.c.Missed(int64(len(reqs)))
 		}
@@ -326,7 +330,7 @@ func (p *Plan) fetchUncached(sched *iosched.Scheduler, run runFunc, reqs, mreqs 
 
 // readCached reads the ranges of reqs the cache holds for object at
 // version into out, and returns the indexes of the others (to fetch).
-func (p *Plan) readCached(cu *cacheUse, object, version string, reqs []iosched.Request, out [][]byte) []int {
+func (p *Plan) readCached(cu *cacheUse, object, version string, reqs []iosched.Request, out [][]byte, prepare func(*iosched.Request)) []int {
 	entries := make([]cache.Entry, len(reqs))
 	var hit, miss []int
 	for i, r := range reqs {
@@ -340,7 +344,7 @@ func (p *Plan) readCached(cu *cacheUse, object, version string, reqs []iosched.R
 	if len(hit) == 0 {
 		return miss
 	}
-	bad, err := p.readEntries(cu, reqs, entries, hit, out)
+	bad, err := p.readEntries(cu, reqs, entries, hit, out, prepare)
 	if err != nil {
 		// Read from the store instead (an entry evicted since its
 		// lookup): into fresh memory, since the failed batch may still
@@ -398,7 +402,7 @@ func (r *recordingStore) result() string {
 // local file domain, and checks each; it returns the indexes whose bytes
 // failed the check (those entries are dropped). An error means no entry
 // was read.
-func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache.Entry, hit []int, out [][]byte) ([]int, error) {
+func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache.Entry, hit []int, out [][]byte, prepare func(*iosched.Request)) ([]int, error) {
 	h, err := p.cfg.Process.domains.Open(entries[hit[0]].Path, store.Options{}, iosched.Options{})
 	if err != nil {
 		return nil, err
@@ -409,6 +413,9 @@ func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache
 		e := entries[i]
 		lreqs[j] = iosched.Request{Store: h.Store, Name: filepath.ToSlash(e.Path), Offset: e.Offset, Length: e.Length,
 			Priority: reqs[i].Priority, Buffer: reqs[i].Buffer, Alloc: reqs[i].Alloc}
+		if prepare != nil {
+			prepare(&lreqs[j])
+		}
 	}
 	data, err := h.Scheduler.Fetch(cu.ctx, lreqs)
 	if err != nil {

@@ -190,21 +190,7 @@ func TestCacheCorruptEntry(t *testing.T) {
 	p := testProcess(t)
 	cfg := Config{Process: p, Rows: chunkRows(t, dir, srv.URL, "1"), CacheDir: cacheDir}
 	scanAll(t, cfg, want)
-	flipped := 0
-	filepath.WalkDir(cacheDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.Contains(path, "entries") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := cache.HeaderSize; i < len(b); i += 97 {
-			b[i] ^= 0x5a // the header stays whole: only the checksum can tell
-		}
-		flipped++
-		return os.WriteFile(path, b, 0o644)
-	})
+	flipped := flipEntries(t, cacheDir)
 	if flipped == 0 {
 		t.Fatal("the cold scan left no entry")
 	}
@@ -253,6 +239,37 @@ func TestCacheLargeChunks(t *testing.T) {
 	if g := srv.gets.Load(); g != 0 {
 		t.Fatalf("warm projected scan made %d GETs", g)
 	}
+	// Entries of chunks this large are read as mappings, as local files
+	// are: a flipped byte in one is caught there too.
+	flipEntries(t, cfg.CacheDir)
+	scan := startScan(t, cfg, []int{0})
+	_, sum := drain(t, scan, 1, 0)
+	scan.Close()
+	if sum["s0"] != sums[0] || srv.gets.Load() == 0 {
+		t.Fatalf("after flipped bytes: sum %d (want %d), %d GETs", sum["s0"], sums[0], srv.gets.Load())
+	}
+}
+
+// flipEntries flips bytes in the body of every entry under dir (headers
+// left whole: only the checksum can tell) and returns how many.
+func flipEntries(t *testing.T, dir string) int {
+	t.Helper()
+	flipped := 0
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(path, "entries") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := cache.HeaderSize; i < len(b); i += 97 {
+			b[i] ^= 0x5a
+		}
+		flipped++
+		return os.WriteFile(path, b, 0o644)
+	})
+	return flipped
 }
 
 // versionedStore answers GETs with the versions it is given, in turn.

@@ -178,7 +178,7 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, prepare func(*iosched.Request)
 	if prepare != nil {
 		prepare(&r)
 	}
-	data, err := p.viaCache(p.cacheUseOf(query), c, run)(h.Scheduler, []iosched.Request{r})
+	data, err := p.viaCache(p.cacheUseOf(query), c, prepare, run)(h.Scheduler, []iosched.Request{r})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
@@ -243,7 +243,7 @@ func (p *Plan) readMetaAtBind(ctx context.Context, c *Chunk, size int64) (arrowi
 		return arrowipc.FileMeta{}, err
 	}
 	defer h.Release()
-	run := p.viaCache(p.cacheUseOf(0), c, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+	run := p.viaCache(p.cacheUseOf(0), c, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
 		return s.Fetch(ctx, reqs)
 	})
 	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
