@@ -45,6 +45,7 @@ static void rs_delete_handle(void *p) { rsDeleteHandle((uintptr_t)p); }
 static void rs_bind_cb(duckdb_bind_info info) { rsBind(info); }
 static void rs_stats_bind_cb(duckdb_bind_info info) { rsStatsBind(info); }
 static void rs_chunks_bind_cb(duckdb_bind_info info) { rsChunksBind(info); }
+static void rs_cache_bind_cb(duckdb_bind_info info) { rsCacheBind(info); }
 static void rs_init_cb(duckdb_init_info info) { rsInit(info); }
 static void rs_local_init_cb(duckdb_init_info info) { rsLocalInit(info); }
 static void rs_function_cb(duckdb_function_info info, duckdb_data_chunk out) { rsFunction(info, out); }
@@ -91,20 +92,28 @@ bool rs_register(duckdb_connection con, uintptr_t host, char **error) {
 	// once (a second registration on the same database).
 	uintptr_t stats_host = rsShareHandle(host);
 	uintptr_t chunks_host = rsShareHandle(host);
+	uintptr_t cache_host = rsShareHandle(host);
 	if (!register_scan(con, "remote_segments", rs_bind_cb, true, host)) {
 		rsDeleteHandle(stats_host);
 		rsDeleteHandle(chunks_host);
+		rsDeleteHandle(cache_host);
 		*error = "remote_segments: could not register table function remote_segments";
 		return false;
 	}
 	// remote_segments_chunks resolves sources as the scan does, with the same host.
 	if (!register_scan(con, "remote_segments_chunks", rs_chunks_bind_cb, true, chunks_host)) {
 		rsDeleteHandle(stats_host);
+		rsDeleteHandle(cache_host);
 		*error = "remote_segments: could not register table function remote_segments_chunks";
 		return false;
 	}
 	if (!register_scan(con, "remote_segments_stats", rs_stats_bind_cb, false, stats_host)) {
+		rsDeleteHandle(cache_host);
 		*error = "remote_segments: could not register table function remote_segments_stats";
+		return false;
+	}
+	if (!register_scan(con, "remote_segments_cache", rs_cache_bind_cb, false, cache_host)) {
+		*error = "remote_segments: could not register table function remote_segments_cache";
 		return false;
 	}
 	return true;

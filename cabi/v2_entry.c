@@ -88,6 +88,13 @@ static void chunks_bind(duckdb_v2_function_bind_info_handle args, duckdb_v2_tabl
 	rsChunksBind((duckdb_bind_info)&b);
 	LEAVE();
 }
+static void cache_bind(duckdb_v2_function_bind_info_handle args, duckdb_v2_table_function_bind_info_handle info,
+                       duckdb_v2_context_handle ctx, duckdb_v2_error_info_handle *err) {
+	ENTER(ctx, err);
+	rs_v2_bind b = {args, info, ctx, err};
+	rsCacheBind((duckdb_bind_info)&b);
+	LEAVE();
+}
 static void init_global(duckdb_v2_table_function_init_global_info_handle info, duckdb_v2_context_handle ctx,
                         duckdb_v2_error_info_handle *err) {
 	ENTER(ctx, err);
@@ -197,9 +204,11 @@ DUCKDB_CAPI_ENTRY_VISIBILITY void remote_segments_init_c_api_v2(struct duckdb_v2
 	// Each function owns a handle of its own to the one Go Host.
 	uintptr_t stats_host = rsShareHandle(host);
 	uintptr_t chunks_host = rsShareHandle(host);
+	uintptr_t cache_host = rsShareHandle(host);
 	if (!register_scan(in->extension, in->context, "remote_segments", scan_bind, true, true, host, in->err)) {
 		rsDeleteHandle(stats_host);
 		rsDeleteHandle(chunks_host);
+		rsDeleteHandle(cache_host);
 		if (in->err && *in->err) {
 			DUCKDB_V2_ERROR code = 0;
 			rs_v2.duckdb_v2_error_info_get_code(*in->err, &code);
@@ -211,9 +220,14 @@ DUCKDB_CAPI_ENTRY_VISIBILITY void remote_segments_init_c_api_v2(struct duckdb_v2
 	}
 	if (!register_scan(in->extension, in->context, "remote_segments_chunks", chunks_bind, true, false, chunks_host, in->err)) {
 		rsDeleteHandle(stats_host);
+		rsDeleteHandle(cache_host);
 		return;
 	}
 	if (!register_scan(in->extension, in->context, "remote_segments_stats", stats_bind, false, false, stats_host, in->err)) {
+		rsDeleteHandle(cache_host);
+		return;
+	}
+	if (!register_scan(in->extension, in->context, "remote_segments_cache", cache_bind, false, false, cache_host, in->err)) {
 		return;
 	}
 	rs_v2_register_settings(in->extension, in->context, in->err);

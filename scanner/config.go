@@ -51,6 +51,12 @@ type Config struct {
 	PruneAfterBind bool
 	// Trace, when set, is a path for a Chrome-trace JSON of the scan.
 	Trace string
+	// CacheDir, when set, is a directory where the byte ranges the scan
+	// reads from remote stores are kept, and read again by later scans
+	// (cache.go); processes may share it. CacheSize bounds its bytes; 0
+	// means cache.DefaultFraction of the free space of its file system.
+	CacheDir  string
+	CacheSize int64
 
 	// Process is shared by the process's scans: their store domains,
 	// registry and trace multiplexer, and its memory limit (if any) is the

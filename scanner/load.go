@@ -172,7 +172,7 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 				Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, Alloc: alloc}
 			maps.request(&reqs[i])
 		}
-		return s.submit(sched, reqs)
+		return s.plan.viaCache(s.cache, c, maps.request, s.submit)(sched, reqs)
 	}
 	plan := s.ipcPlan
 	plan.Tail = s.tailWant()

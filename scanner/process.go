@@ -49,6 +49,8 @@ type shared struct {
 	nextScanID atomic.Uint64
 	// nextOwner numbers the owners of scans (NewOwner).
 	nextOwner atomic.Uint64
+	// caches are the cache directories scans opened (Config.CacheDir).
+	caches caches
 }
 
 // NewOwner returns an owner (Config.Owner) no other caller of p or of a

@@ -69,6 +69,10 @@ type Scan struct {
 	ioStart  iosched.Stats
 	trace    *traceWriter
 	progress *progress
+	// cache is the scan's use of the local cache (nil: none), and
+	// endCache ends it (cache.go).
+	cache    *cacheUse
+	endCache func()
 
 	closeOnce sync.Once
 	end       time.Time
@@ -97,6 +101,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s := &Scan{id: p.scanID(), plan: p, start: time.Now(), fields: fields,
 		slots: make(chan struct{}, maxChunksInFlight)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.cache, s.endCache = p.useCache(s.ctx, s.id)
 	s.estimate = p.firstLen
 	s.mappable = mappable(p.Schema)
 	s.counted = len(fields) == 0 && rowsKnown(p.Chunks)
@@ -151,6 +156,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	hold, err := openObject(p.home, &p.cfg)
 	if err != nil {
 		s.cancel(err)
+		s.endCache()
 		return nil, err
 	}
 	sched := hold.Scheduler
@@ -177,6 +183,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	p.cfg.Process.scans.register(s)
 	if !s.counted {
+		s.checkVersionsAhead()
 		s.wg.Add(1)
 		go s.planChunks()
 	}
@@ -476,6 +483,7 @@ func (s *Scan) Close() {
 		s.plan.first = nil
 		s.plan.firstMu.Unlock()
 		s.plan.dropPrefetch(nil)
+		s.endCache()
 		s.budget.ClosePool()
 		s.closed.Store(true)
 		if s.trace != nil {
@@ -493,7 +501,7 @@ func (s *Scan) Stats() Stats {
 	if s.closed.Load() {
 		end, io = s.end, s.ioEnd
 	}
-	return Stats{
+	st := Stats{
 		Chunks: s.chunks.Load(), Batches: s.batches.Load(), Rows: s.rows.Load(), WireBytes: s.wire.Load(),
 		Wall:     end.Sub(s.start),
 		Requests: s.requests.Load(), GETs: s.gets.Load(), Retries: s.retries.Load(),
@@ -511,6 +519,10 @@ func (s *Scan) Stats() Stats {
 		SchemaRequests: s.plan.schemaRequests, SchemaBytes: s.plan.schemaBytes,
 		Progress: s.progress.fraction(),
 	}
+	if s.cache != nil {
+		st.CacheHits, st.CacheBytes = s.cache.hits.n.Load(), s.cache.hits.bytes.Load()
+	}
+	return st
 }
 
 // state says how the scan stands: running, done, cancelled or error.

@@ -28,6 +28,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/cache"
 	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
@@ -66,6 +67,11 @@ type Plan struct {
 	// prefetched holds the chunks bind fetched beside the first, by catalog row
 	// (under firstMu).
 	prefetched map[int]*prefetch
+	// cache is the local cache of remote chunks (nil: none), and
+	// cacheUses each running scan's use of it by query id, bind's
+	// under the plan's id (cache.go; under firstMu).
+	cache     *cache.Cache
+	cacheUses map[uint64]*cacheUse
 }
 
 // scanID is the query id of a new scan of the plan: the one reserved at
@@ -101,6 +107,12 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL, id: cfg.Process.nextScanID.Add(1)}
+	if cfg.CacheDir != "" {
+		if p.cache, err = cfg.Process.caches.open(cfg.CacheDir, cfg.CacheSize); err != nil {
+			return nil, fmt.Errorf("remote_segments: cache_dir: %w", err)
+		}
+		p.cacheUses = map[uint64]*cacheUse{p.id: newCacheUse(ctx, p.cache, cfg.MaxParallelIO)}
+	}
 	ahead := !cfg.PruneAfterBind && fetchesAhead(&cfg, chunks)
 	if n := chunks[0].WireLength(); ahead && n > 0 && n <= bindWholeMax {
 		p.startPrefetch(ctx) // the first chunk is read whole: the next ones go with it
@@ -191,7 +203,7 @@ func (p *Plan) fetchWhole(c *Chunk, query uint64, prepare func(*iosched.Request)
 	if prepare != nil {
 		prepare(&r)
 	}
-	data, err := run(h.Scheduler, []iosched.Request{r})
+	data, err := p.viaCache(p.cacheUseOf(query), c, prepare, run)(h.Scheduler, []iosched.Request{r})
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
@@ -279,11 +291,14 @@ func (p *Plan) readHeadAtBind(ctx context.Context, c *Chunk, size int64) (*arrow
 		return nil, err
 	}
 	defer h.Release()
+	run := p.viaCache(p.cacheUseOf(0), c, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+		return p.fetchSchema(ctx, s, reqs)
+	})
 	n := min(size, arrowipc.HeadGuess)
 	for {
 		req := iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: n,
 			Priority: iosched.Priority{Seq: int64(c.Row)}}
-		got, err := p.fetchSchema(ctx, h.Scheduler, []iosched.Request{req})
+		got, err := run(h.Scheduler, []iosched.Request{req})
 		if err != nil {
 			return nil, err
 		}
@@ -308,13 +323,16 @@ func (p *Plan) readMetaAtBind(ctx context.Context, c *Chunk, size int64) (arrowi
 		return arrowipc.FileMeta{}, err
 	}
 	defer h.Release()
+	run := p.viaCache(p.cacheUseOf(0), c, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+		return p.fetchSchema(ctx, s, reqs)
+	})
 	fetch := func(rs []arrowipc.Range) ([][]byte, error) {
 		reqs := make([]iosched.Request, len(rs))
 		for i, r := range rs {
 			reqs[i] = iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset + r.Offset, Length: r.Length,
 				Priority: iosched.Priority{Seq: int64(c.Row)}}
 		}
-		return p.fetchSchema(ctx, h.Scheduler, reqs)
+		return run(h.Scheduler, reqs)
 	}
 	meta, _, err := arrowipc.ReadFileMeta(size, fetch)
 	return meta, err
@@ -401,4 +419,7 @@ type Stats struct {
 	CapRaises   int64
 	// Pool is the budget's buffer pool: buffers allocated and reused.
 	Pool budget.PoolStats
+	// CacheHits counts the ranges read from the local cache instead of
+	// the store, and CacheBytes their bytes (Config.CacheDir).
+	CacheHits, CacheBytes int64
 }

@@ -8,15 +8,25 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// statsColumn is one column of remote_segments_stats(): its name, Arrow type
-// and value for a scan.
-type statsColumn struct {
+// tableColumn is one column of a table function's rows of T, such as
+// remote_segments_stats()'s of ScanInfo: its name, Arrow type and value
+// for a row.
+type tableColumn[T any] struct {
 	name  string
 	typ   arrow.DataType
-	value func(s *ScanInfo) any // int64, float64, bool, string, or nil
+	value func(r *T) any // int64, float64, bool, string, or nil
 }
 
-var statsColumns = []statsColumn{
+// tableSchema is the schema of a table of cols, every column nullable.
+func tableSchema[T any](cols []tableColumn[T]) *arrow.Schema {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = arrow.Field{Name: c.name, Type: c.typ, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+var statsColumns = []tableColumn[ScanInfo]{
 	{"scan_id", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return int64(s.ID) }},
 	{"source", arrow.BinaryTypes.String, func(s *ScanInfo) any { return s.Source }},
 	{"state", arrow.BinaryTypes.String, func(s *ScanInfo) any { return s.State }},
@@ -81,26 +91,30 @@ var statsColumns = []statsColumn{
 	// columns above; the catalog and listings are not counted.
 	{"schema_requests", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.SchemaRequests }},
 	{"schema_bytes", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.SchemaBytes }},
+	// The ranges read from the local cache instead of the store, and
+	// their bytes (cache_dir).
+	{"cache_hits", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.CacheHits }},
+	{"cache_bytes", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.CacheBytes }},
 }
 
 // StatsSchema is the schema of remote_segments_stats(): one column per
 // counter of a scan, every column nullable.
-func StatsSchema() *arrow.Schema {
-	fields := make([]arrow.Field, len(statsColumns))
-	for i, c := range statsColumns {
-		fields[i] = arrow.Field{Name: c.name, Type: c.typ, Nullable: true}
-	}
-	return arrow.NewSchema(fields, nil)
-}
+func StatsSchema() *arrow.Schema { return tableSchema(statsColumns) }
 
 // StatsTable is scans as the rows of remote_segments_stats(), in
 // StatsSchema.
 func StatsTable(scans []ScanInfo) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, StatsSchema())
+	return buildTable(StatsSchema(), statsColumns, scans)
+}
+
+// buildTable builds the rows of a table whose columns cols take from
+// each of rows.
+func buildTable[T any](schema *arrow.Schema, cols []tableColumn[T], rows []T) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	for i := range scans {
-		for c, col := range statsColumns {
-			switch v := col.value(&scans[i]).(type) {
+	for i := range rows {
+		for c, col := range cols {
+			switch v := col.value(&rows[i]).(type) {
 			case nil:
 				b.Field(c).AppendNull()
 			case int64:
@@ -112,7 +126,7 @@ func StatsTable(scans []ScanInfo) arrow.RecordBatch {
 			case string:
 				b.Field(c).(*array.StringBuilder).Append(v)
 			default:
-				panic(fmt.Sprintf("scanner: stats column %s: value of type %T", col.name, v))
+				panic(fmt.Sprintf("scanner: table column %s: value of type %T", col.name, v))
 			}
 		}
 	}

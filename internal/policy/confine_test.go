@@ -155,3 +155,28 @@ func TestConfineEndpoint(t *testing.T) {
 		t.Errorf("sandbox keys %q and %q: want two different non-empty keys", a, b)
 	}
 }
+
+// TestConfineCacheDir: the cache directory is a place the scan writes: a
+// sandbox confines it as it confines the trace file.
+func TestConfineCacheDir(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		s    Sandboxes
+		dir  string
+		ok   bool
+	}{
+		{"no sandbox", Sandboxes{}, "/anywhere/cache", true},
+		{"external access off", Sandboxes{db: &duckdbSandbox{}}, "/tmp/cache", false},
+		{"under allowed_directories", Sandboxes{db: &duckdbSandbox{dirs: []string{"/data/"}}}, "/data/cache", true},
+		{"outside allowed_directories", Sandboxes{db: &duckdbSandbox{dirs: []string{"/data/"}}}, "/tmp/cache", false},
+	} {
+		var cfg scanner.Config
+		if _, err := Apply(&cfg, ParameterSources{Env: fromMap(nil), Query: fromMap(map[string]string{"cache_dir": c.dir})}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.s.Confine(&cfg, Chosen{"cache_dir": true})
+		if c.ok != (err == nil) || (err != nil && (!errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "cache_dir"))) {
+			t.Errorf("%s: Confine(cache_dir %s) = %v, want ok=%v", c.name, c.dir, err, c.ok)
+		}
+	}
+}

@@ -54,6 +54,8 @@ var parameterDocs = map[string]string{
 	"s3_secret_access_key": "S3 secret access key for remote_segments",
 	"s3_session_token":     "S3 session token for remote_segments",
 	"trace":                "path of a Chrome-trace JSON of every remote_segments request",
+	"cache_dir":            "directory of a local cache of remote_segments chunks, shared by processes (default: off)",
+	"cache_size":           "bytes the remote_segments cache keeps, such as '20GiB' (default a tenth of the free space)",
 	"shard":                "scan only shard k of n of the source's chunks, as 'k/n' (one worker of many)",
 	"debug_panic":          "test only: make a remote_segments scan panic at 'bind' or 'next'",
 }

@@ -122,6 +122,11 @@ var namedParameters = []namedParameter{
 	{"s3_secret_access_key", Varchar, func(c *scanner.Config, v string) error { c.Store.S3SecretAccessKey = v; return nil }},
 	{"s3_session_token", Varchar, func(c *scanner.Config, v string) error { c.Store.S3SessionToken = v; return nil }},
 	{"trace", Varchar, func(c *scanner.Config, v string) error { c.Trace = v; return nil }},
+	{"cache_dir", Varchar, func(c *scanner.Config, v string) error { c.CacheDir = strings.TrimSpace(v); return nil }},
+	{"cache_size", Varchar, func(c *scanner.Config, v string) (err error) {
+		c.CacheSize, err = bytesIn(v, 1<<20)
+		return err
+	}},
 	{"shard", Varchar, func(_ *scanner.Config, v string) error {
 		_, err := ParseShard(v) // checked here; bind hands it to scanner.Bind as Config.Keep (chunks.go)
 		return err

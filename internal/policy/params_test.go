@@ -93,3 +93,35 @@ func sameStoreOptions(a, b store.Options) bool {
 	return a.S3Endpoint == b.S3Endpoint && a.S3Region == b.S3Region && a.S3URLStyle == b.S3URLStyle &&
 		a.S3AccessKeyID == b.S3AccessKeyID && a.S3SecretAccessKey == b.S3SecretAccessKey && a.S3SessionToken == b.S3SessionToken
 }
+
+// TestCacheParameters: cache_dir comes from the query's named parameter,
+// else the setting, else REMOTE_SEGMENTS_CACHE_DIR; cache_size is a byte
+// size of at least 1 MiB.
+func TestCacheParameters(t *testing.T) {
+	env := fromMap(map[string]string{"REMOTE_SEGMENTS_CACHE_DIR": "/env/c", "REMOTE_SEGMENTS_CACHE_SIZE": "2GiB"})
+	for _, c := range []struct {
+		setting, query map[string]string
+		dir            string
+		size           int64
+	}{
+		{nil, nil, "/env/c", 2 << 30},
+		{map[string]string{"cache_dir": "/set/c"}, nil, "/set/c", 2 << 30},
+		{map[string]string{"cache_dir": "/set/c"}, map[string]string{"cache_dir": "/q/c", "cache_size": "64MiB"}, "/q/c", 64 << 20},
+	} {
+		var cfg scanner.Config
+		if _, err := Apply(&cfg, ParameterSources{Env: env, Setting: fromMap(c.setting), Query: fromMap(c.query)}); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.CacheDir != c.dir || cfg.CacheSize != c.size {
+			t.Errorf("setting %v query %v: cache_dir %q cache_size %d, want %q %d", c.setting, c.query, cfg.CacheDir, cfg.CacheSize, c.dir, c.size)
+		}
+	}
+	var cfg scanner.Config
+	if _, err := Apply(&cfg, ParameterSources{Env: fromMap(nil), Query: fromMap(map[string]string{"cache_size": "10KiB"})}); err == nil {
+		t.Error("cache_size 10KiB is accepted")
+	}
+	var none scanner.Config
+	if _, err := Apply(&none, ParameterSources{Env: fromMap(nil), Query: fromMap(nil)}); err != nil || none.CacheDir != "" {
+		t.Errorf("no cache_dir anywhere: %q, %v (the cache is opt in)", none.CacheDir, err)
+	}
+}

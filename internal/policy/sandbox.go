@@ -240,7 +240,7 @@ func (s Sandboxes) key() string {
 }
 
 // Confine applies the sandboxes to a bound scan's Config: the trace file,
-// the redirects of its stores, and the S3 endpoint. chosen says which
+// the cache directory, the redirects of its stores, and the S3 endpoint. chosen says which
 // parameters the query chose (readNamedParameters). With no sandbox on it
 // changes nothing: the query is then trusted with everything the process
 // can reach, including its credentials.
@@ -254,6 +254,10 @@ func (s Sandboxes) key() string {
 // part of what the sandbox admits.
 func (s Sandboxes) Confine(cfg *scanner.Config, chosen Chosen) error {
 	if err := s.output("trace", cfg.Trace); err != nil {
+		return err
+	}
+	// The cache directory is written, and read back as the chunks' bytes.
+	if err := s.output("cache_dir", cfg.CacheDir); err != nil {
 		return err
 	}
 	if !s.on() {

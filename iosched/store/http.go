@@ -23,7 +23,11 @@ type httpStore struct {
 	tr     *http.Transport
 }
 
-var _ Store = (*httpStore)(nil)
+var (
+	_ Store          = (*httpStore)(nil)
+	_ Versioner      = (*httpStore)(nil)
+	_ RangeVersioner = (*httpStore)(nil)
+)
 
 func openHTTP(raw string, opts Options) (Store, string, error) {
 	u, err := parseHTTP(raw)
@@ -179,54 +183,63 @@ func statusSentinel(status int, text string) error {
 }
 
 func (s *httpStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	body, _, err := s.GetRangeVersion(ctx, name, off, length)
+	return body, err
+}
+
+// GetRangeVersion is GetRange that also returns the version of the
+// object the answer came from (see RangeVersioner).
+func (s *httpStore) GetRangeVersion(ctx context.Context, name string, off, length int64) (io.ReadCloser, string, error) {
 	rng := rangeHeader(off, length)
 	if err := checkRange(off, length); err != nil {
-		return nil, s.fail("GET", name, rng, 0, "", err)
+		return nil, "", s.fail("GET", name, rng, 0, "", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+name, nil)
 	if err != nil {
-		return nil, s.fail("GET", name, rng, 0, "", err)
+		return nil, "", s.fail("GET", name, rng, 0, "", err)
 	}
 	if off > 0 || length >= 0 {
 		req.Header.Set("Range", rng)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, s.fail("GET", name, rng, 0, "", unwrapURLError(err))
+		return nil, "", s.fail("GET", name, rng, 0, "", unwrapURLError(err))
 	}
 	if resp.StatusCode/100 == 2 {
 		if err := encodingErr(resp.Header.Get("Content-Encoding")); err != nil {
 			resp.Body.Close()
-			return nil, s.fail("GET", name, rng, resp.StatusCode, "", err)
+			return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", err)
 		}
 	}
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
+		version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), contentRangeTotal(resp.Header.Get("Content-Range")))
 		if length >= 0 && resp.ContentLength >= 0 && resp.ContentLength < length {
 			if total := contentRangeTotal(resp.Header.Get("Content-Range")); total >= 0 && off+length > total {
 				resp.Body.Close()
-				return nil, s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(total))
+				return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(total))
 			}
 		}
-		return resp.Body, nil
+		return resp.Body, version, nil
 	case http.StatusOK:
+		version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength)
 		if off > 0 {
 			resp.Body.Close()
-			return nil, s.fail("GET", name, rng, resp.StatusCode, "", fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
+			return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
 		}
 		if length < 0 {
-			return resp.Body, nil
+			return resp.Body, version, nil
 		}
 		if resp.ContentLength >= 0 && resp.ContentLength < length {
 			resp.Body.Close()
-			return nil, s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(resp.ContentLength))
+			return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(resp.ContentLength))
 		}
 		return struct {
 			io.Reader
 			io.Closer
-		}{io.LimitReader(resp.Body, length), resp.Body}, nil
+		}{io.LimitReader(resp.Body, length), resp.Body}, version, nil
 	}
-	return nil, s.statusErr("GET", name, rng, resp)
+	return nil, "", s.statusErr("GET", name, rng, resp)
 }
 
 // contentRangeTotal returns the total of "bytes a-b/total", or -1.
@@ -264,6 +277,24 @@ func (s *httpStore) Size(ctx context.Context, name string) (int64, error) {
 		return s.sizeByGet(ctx, name)
 	}
 	return resp.ContentLength, nil
+}
+
+// Version asks for the object's headers (HEAD) and returns its ETag, else
+// its Last-Modified time and size (see Versioner).
+func (s *httpStore) Version(ctx context.Context, name string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, s.base+name, nil)
+	if err != nil {
+		return "", s.fail("HEAD", name, "", 0, "", err)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", s.fail("HEAD", name, "", 0, "", unwrapURLError(err))
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", s.statusErr("HEAD", name, "", resp)
+	}
+	return objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength), nil
 }
 
 func (s *httpStore) sizeByGet(ctx context.Context, name string) (int64, error) {

@@ -27,7 +27,11 @@ type s3Store struct {
 	tr     *http.Transport
 }
 
-var _ Store = (*s3Store)(nil)
+var (
+	_ Store          = (*s3Store)(nil)
+	_ Versioner      = (*s3Store)(nil)
+	_ RangeVersioner = (*s3Store)(nil)
+)
 
 func openS3(rest string, opts Options) (Store, string, error) {
 	if _, _, err := splitBucket(rest); err != nil {
@@ -279,13 +283,20 @@ func (s *s3Store) fail(op, name, rng string, err error) error {
 }
 
 func (s *s3Store) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	body, _, err := s.GetRangeVersion(ctx, name, off, length)
+	return body, err
+}
+
+// GetRangeVersion is GetRange that also returns the version of the
+// object the answer came from (see RangeVersioner).
+func (s *s3Store) GetRangeVersion(ctx context.Context, name string, off, length int64) (io.ReadCloser, string, error) {
 	rng := rangeHeader(off, length)
 	if err := checkRange(off, length); err != nil {
-		return nil, s.fail("GET", name, rng, err)
+		return nil, "", s.fail("GET", name, rng, err)
 	}
 	bucket, key, err := splitBucket(name)
 	if err != nil {
-		return nil, s.fail("GET", name, rng, err)
+		return nil, "", s.fail("GET", name, rng, err)
 	}
 	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
 	if off > 0 || length >= 0 {
@@ -293,38 +304,47 @@ func (s *s3Store) GetRange(ctx context.Context, name string, off, length int64) 
 	}
 	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
-		return nil, s.fail("GET", name, rng, err)
+		return nil, "", s.fail("GET", name, rng, err)
 	}
+	modified := ""
+	if out.LastModified != nil {
+		modified = out.LastModified.UTC().Format(time.RFC3339Nano)
+	}
+	total := aws.ToInt64(out.ContentLength)
+	if out.ContentRange != nil {
+		total = contentRangeTotal(aws.ToString(out.ContentRange))
+	}
+	version := objectVersion(aws.ToString(out.ETag), modified, total)
 	if err := encodingErr(aws.ToString(out.ContentEncoding)); err != nil {
 		out.Body.Close()
-		return nil, s.fail("GET", name, rng, err)
+		return nil, "", s.fail("GET", name, rng, err)
 	}
 	if in.Range != nil && out.ContentRange == nil {
 		// 200 and the whole object instead of 206: usable from offset 0
 		// only (as over HTTP).
 		if off > 0 {
 			out.Body.Close()
-			return nil, s.fail("GET", name, rng, fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
+			return nil, "", s.fail("GET", name, rng, fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
 		}
 		if length >= 0 {
 			if out.ContentLength != nil && *out.ContentLength < length {
 				out.Body.Close()
-				return nil, s.fail("GET", name, rng, rangeErr(*out.ContentLength))
+				return nil, "", s.fail("GET", name, rng, rangeErr(*out.ContentLength))
 			}
 			return struct {
 				io.Reader
 				io.Closer
-			}{io.LimitReader(out.Body, length), out.Body}, nil
+			}{io.LimitReader(out.Body, length), out.Body}, version, nil
 		}
-		return out.Body, nil
+		return out.Body, version, nil
 	}
 	if length >= 0 && out.ContentLength != nil && *out.ContentLength < length {
 		if total := contentRangeTotal(aws.ToString(out.ContentRange)); total >= 0 && off+length > total {
 			out.Body.Close()
-			return nil, s.fail("GET", name, rng, rangeErr(total))
+			return nil, "", s.fail("GET", name, rng, rangeErr(total))
 		}
 	}
-	return out.Body, nil
+	return out.Body, version, nil
 }
 
 func (s *s3Store) Size(ctx context.Context, name string) (int64, error) {
@@ -337,6 +357,24 @@ func (s *s3Store) Size(ctx context.Context, name string) (int64, error) {
 		return 0, s.fail("HEAD", name, "", err)
 	}
 	return aws.ToInt64(out.ContentLength), nil
+}
+
+// Version asks for the object's headers (HeadObject) and returns its ETag,
+// else its Last-Modified time and size (see Versioner).
+func (s *s3Store) Version(ctx context.Context, name string) (string, error) {
+	bucket, key, err := splitBucket(name)
+	if err != nil {
+		return "", s.fail("HEAD", name, "", err)
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return "", s.fail("HEAD", name, "", err)
+	}
+	modified := ""
+	if out.LastModified != nil {
+		modified = out.LastModified.UTC().Format(time.RFC3339Nano)
+	}
+	return objectVersion(aws.ToString(out.ETag), modified, aws.ToInt64(out.ContentLength)), nil
 }
 
 // List pages through ListObjectsV2 of the bucket named by prefix's first part.

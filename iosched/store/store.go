@@ -431,3 +431,40 @@ func isLocalHost(host string) bool {
 func rangeErr(size int64) error {
 	return fmt.Errorf("%w (object size %d)", ErrOutOfRange, size)
 }
+
+// Versioner is a Store that can tell which version of an object it holds
+// without reading its body (HTTP HEAD, S3 HeadObject): what a local cache
+// keys its entries by, so that an object overwritten is never served from
+// an entry of the bytes before. Local files do not implement it: they are
+// never cached.
+type Versioner interface {
+	// Version returns a text that changes whenever the object's bytes do:
+	// its ETag where the store gives one, else its Last-Modified time and
+	// size. "" means the store gave neither, and the object must not be
+	// cached.
+	Version(ctx context.Context, name string) (string, error)
+}
+
+// RangeVersioner is a Store whose GETs tell the version of the object
+// they read (the answer's ETag, else Last-Modified and size), so that
+// bytes and their version come from one answer: a cache keyed by a
+// version asked before the GET could store the bytes of a write that came
+// between the two under the version before it.
+type RangeVersioner interface {
+	// GetRangeVersion is GetRange, and the version as Versioner.Version
+	// would give it ("" when the answer has neither).
+	GetRangeVersion(ctx context.Context, name string, off, length int64) (io.ReadCloser, string, error)
+}
+
+// objectVersion is the Version of an object from its entity tag, its
+// modification time and its size: the tag alone where there is one, since
+// a store changes it with every write; else the time with the size.
+func objectVersion(etag, lastModified string, size int64) string {
+	if etag != "" && !strings.HasPrefix(etag, "W/") {
+		return "etag:" + etag
+	}
+	if lastModified != "" && size >= 0 {
+		return "mtime:" + lastModified + "|size:" + strconv.FormatInt(size, 10)
+	}
+	return ""
+}

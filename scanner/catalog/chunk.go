@@ -12,7 +12,12 @@ type Chunk struct {
 	NumRows   int64 // -1 when the catalog does not say
 	// DecodedBytes is the chunk's size once decoded, -1 when unknown.
 	DecodedBytes int64
-	Row          int // position in the catalog, for errors and ordering
+	// Version is the catalog's version column: an opaque key the catalog
+	// vouches for, which changes whenever the object's bytes do. A local
+	// cache serves a chunk that has one from entries of that version
+	// without asking the store; "" means the catalog gives none.
+	Version string
+	Row     int // position in the catalog, for errors and ordering
 	// Bounds are the catalog's statistics of the chunk's columns (its
 	// min_<col> and max_<col> fields); nil when the row has none.
 	Bounds *Bounds

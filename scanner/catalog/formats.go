@@ -45,6 +45,7 @@ const (
 	colLength       = "length"
 	colNumRows      = "num_rows"
 	colDecodedBytes = "decoded_bytes"
+	colVersion      = "version"
 )
 
 // Format is the encoding of a catalog file.
@@ -154,6 +155,9 @@ func chunkFromRow(r Row, base string) (Chunk, error) {
 	}
 	c.ChunkID, err = textField(r, colChunkID, chunkIDOf(c.URL))
 	if err != nil {
+		return c, err
+	}
+	if c.Version, err = textField(r, colVersion, ""); err != nil {
 		return c, err
 	}
 	for _, f := range []struct {

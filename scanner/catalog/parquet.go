@@ -25,7 +25,7 @@ func parquetRows(data []byte, maxRows int) ([]Row, error) {
 
 func isCatalogColumn(name string) bool {
 	switch name {
-	case colURL, colSegmentID, colChunkID, colOffset, colLength, colNumRows, colDecodedBytes:
+	case colURL, colSegmentID, colChunkID, colOffset, colLength, colNumRows, colDecodedBytes, colVersion:
 		return true
 	}
 	_, side := boundOf(name)

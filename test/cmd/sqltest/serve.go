@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -36,15 +37,20 @@ func serve(dataDir string, vars map[string]string) (*servers, error) {
 		return nil, err
 	}
 	files := http.FileServer(http.Dir(dataDir))
+	s := &servers{}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/forbidden/") {
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
+		if key, ok := strings.CutPrefix(r.URL.Path, "/control/overwrite/"); ok {
+			s.overwrite(w, r, dataDir, key)
+			return
+		}
 		files.ServeHTTP(w, r)
 	})}
 	go srv.Serve(ln)
-	s := &servers{http: srv}
+	s.http = srv
 	vars["HTTP"] = "http://" + ln.Addr().String()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -106,6 +112,25 @@ func serve(dataDir string, vars map[string]string) (*servers, error) {
 		vars[p.name] = proxy.URL
 	}
 	return s, nil
+}
+
+// overwrite answers ${HTTP}/control/overwrite/<key>?from=<path>: it puts
+// the file at path under the data directory to versitygw as object
+// data/<key>, and answers with that file's bytes, so that a SQL file can
+// overwrite an object between two scans with a query
+// (SELECT count(*) FROM remote_segments('${HTTP}/control/overwrite/...')).
+func (s *servers) overwrite(w http.ResponseWriter, r *http.Request, dataDir, key string) {
+	from := filepath.Join(dataDir, filepath.FromSlash(r.URL.Query().Get("from")))
+	data, err := os.ReadFile(from)
+	if err != nil || s.s3 == nil {
+		http.Error(w, fmt.Sprintf("overwrite %s: %v", key, err), http.StatusNotFound)
+		return
+	}
+	if err := s.s3.PutObject(r.Context(), "data", key, data); err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(data))
 }
 
 func (s *servers) close() {

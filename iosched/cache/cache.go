@@ -1,0 +1,498 @@
+// Package cache keeps byte ranges of remote objects in a local directory that processes share, each entry keyed by its object's version.
+package cache
+
+// How it stays correct without state of its own in memory:
+//
+// An entry is one file, named by the hash of its Key (object, version,
+// range), holding a header (magic, length, CRC-32C of the body, the key's
+// hash) and the bytes. A fill writes a temporary file in tmp/ and renames
+// it into place: the rename is atomic, so a reader (in this process or
+// another) sees either no entry or a whole one, and a process killed
+// during a fill leaves only a temporary file nothing reads, removed by a
+// later eviction. Two processes filling the same key write the same
+// bytes; the last rename wins. Readers check the CRC of what they read
+// (Check) and drop an entry that fails it, so a corrupted or torn entry
+// costs one refetch, never a wrong answer.
+//
+// Nothing in memory decides what is valid: the key carries the version,
+// and a new version is a new key. The in-memory counters are only
+// statistics and an estimate of the bytes in use, which eviction replaces
+// by what it finds on disk.
+//
+// Which objects are worth a version check is a hint kept in objects/ (the
+// version an object had when its ranges were last stored): an object with
+// none is fetched and stored without asking its version first.
+//
+// Recency is the entry file's modification time, set on every hit; an
+// eviction (under an advisory lock on the directory, so that processes do
+// not evict at once) removes the least recently used entries until the
+// cache is below lowWater of its size. An entry being read when it is
+// evicted stays readable through the reader's open file.
+//
+// Admission: while the cache has room every range read is kept. Once it
+// is full, a range is admitted only on its second miss (a marker file in
+// seen/ remembers the first), so that one pass over more data than the
+// cache holds does not evict what is read again and again.
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// HeaderSize is the bytes before an entry's body: the body starts at this
+// offset of the entry file, a multiple of 64 so that a mapping of it keeps
+// the alignment Arrow buffers have in the object.
+const HeaderSize = 64
+
+// magic opens every entry file; the layout's version is part of it.
+var magic = [8]byte{'R', 'S', 'C', 'A', 'C', 'H', 'E', '1'}
+
+// layout is the subdirectory of the cache directory this layout owns.
+const layout = "remote_segments_cache_v1"
+
+// DefaultFraction is the share of the free space of the cache directory's
+// file system that a cache takes when no size is given.
+const DefaultFraction = 0.1
+
+// minDefaultSize is the least a default-sized cache takes, however full
+// the disk: below it a cache would hold too little to help.
+const minDefaultSize = 64 << 20
+
+// lowWater is the share of its size an eviction brings the cache down to,
+// so that every fill beyond the size does not trigger a directory walk.
+const lowWater = 0.9
+
+// touchEvery is how stale an entry's recency may be: a hit within it of
+// the last does not write the file's time again (a metadata write to the
+// disk for every hit), and eviction cannot tell apart hits closer than it.
+const touchEvery = time.Minute
+
+// staleTemp is the age of a temporary file that eviction removes: a fill
+// that old belongs to a process that died.
+const staleTemp = time.Hour
+
+// crcTable is CRC-32C (Castagnoli), computed in hardware on most CPUs.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is returned by Check for bytes that do not match their entry.
+var ErrCorrupt = errors.New("cache: entry does not match its checksum")
+
+// Key names one cached range: the object (its URL and whatever else tells
+// apart objects of the same URL, such as an S3 endpoint), its version (see
+// store.Versioner, or a catalog's version column), and the range. A
+// Length of -1 is the range from Offset to the end of the object.
+type Key struct {
+	Object  string
+	Version string
+	Offset  int64
+	Length  int64
+}
+
+// hash is the key's identity on disk: the entry's file name.
+func (k Key) hash() [32]byte {
+	h := sha256.New()
+	for _, s := range []string{k.Object, k.Version, strconv.FormatInt(k.Offset, 10), strconv.FormatInt(k.Length, 10)} {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Entry is a cached range found by Lookup: its bytes are Length bytes of
+// the file Path from Offset, and Check tells whether bytes read there are
+// the ones that were stored.
+type Entry struct {
+	Path   string
+	Offset int64
+	Length int64
+	sum    uint32
+	used   time.Time // when it was stored or last touched
+}
+
+// Check returns nil when data are the entry's bytes. Otherwise it removes
+// the entry, so that the range is fetched and stored anew, and returns an
+// error wrapping ErrCorrupt.
+func (c *Cache) Check(e Entry, data []byte) error {
+	if int64(len(data)) == e.Length && crc32.Checksum(data, crcTable) == e.sum {
+		return nil
+	}
+	c.corrupt.Add(1)
+	os.Remove(e.Path)
+	return fmt.Errorf("%w: %s", ErrCorrupt, e.Path)
+}
+
+// Cache is a cache directory as one process sees it. Its methods are safe
+// for concurrent use, and other processes may use the same directory at
+// the same time.
+type Cache struct {
+	dir  string // the layout's directory: dir/remote_segments_cache_v1
+	size int64
+
+	used atomic.Int64 // bytes of entries, as last counted plus this process's fills since
+	// evicting keeps one eviction of this process at a time (the file
+	// lock keeps other processes out).
+	evicting sync.Mutex
+
+	hits, hitBytes, misses, fills, evictions, validations, corrupt, refused, errs atomic.Int64
+}
+
+// Open returns the cache in directory dir (created if missing), holding
+// at most size bytes of entries; size 0 means DefaultFraction of the free
+// space of dir's file system (at least 64 MiB). On failure (the directory
+// cannot be made or written), returns an error naming it.
+func Open(dir string, size int64) (*Cache, error) {
+	if size < 0 {
+		panic("cache: negative size")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cache: %s: %w", dir, err)
+	}
+	root := filepath.Join(abs, layout)
+	for _, sub := range []string{"entries", "tmp", "seen", "objects"} {
+		if err := os.MkdirAll(filepath.Join(root, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+	}
+	if size == 0 {
+		size = defaultSize(root)
+	}
+	c := &Cache{dir: root, size: size}
+	c.used.Store(c.count())
+	return c, nil
+}
+
+// defaultSize is DefaultFraction of the free space under dir.
+func defaultSize(dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return minDefaultSize
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	return max(int64(float64(free)*DefaultFraction), minDefaultSize)
+}
+
+// Dir is the directory the cache was opened on (its parent of the layout's).
+func (c *Cache) Dir() string { return filepath.Dir(c.dir) }
+
+// Size is the most bytes of entries the cache keeps.
+func (c *Cache) Size() int64 { return c.size }
+
+func (c *Cache) entryPath(h [32]byte) string {
+	x := hex.EncodeToString(h[:])
+	return filepath.Join(c.dir, "entries", x[:2], x)
+}
+
+func (c *Cache) objectPath(object string) string {
+	h := sha256.Sum256([]byte(object))
+	return filepath.Join(c.dir, "objects", hex.EncodeToString(h[:]))
+}
+
+// maxVersionLen bounds a version kept by SetKnown; a longer one is not
+// kept (its object is then fetched as one never seen).
+const maxVersionLen = 1024
+
+// Known returns the version object last had when ranges of it were stored
+// (SetKnown), by any process: a hint of whether its version is worth
+// checking, never a key by itself.
+func (c *Cache) Known(object string) (string, bool) {
+	b, err := os.ReadFile(c.objectPath(object))
+	if err != nil || len(b) == 0 || len(b) > maxVersionLen {
+		return "", false
+	}
+	return string(b), true
+}
+
+// SetKnown notes version as object's (see Known). A failure to write it
+// only costs the next scan its check.
+func (c *Cache) SetKnown(object, version string) {
+	if version == "" || len(version) > maxVersionLen {
+		return
+	}
+	if old, ok := c.Known(object); ok && old == version {
+		return
+	}
+	p := c.objectPath(object)
+	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(p)+".*")
+	if err != nil {
+		return
+	}
+	_, err = f.WriteString(version)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}
+
+func (c *Cache) seenPath(h [32]byte) string {
+	return filepath.Join(c.dir, "seen", hex.EncodeToString(h[:]))
+}
+
+// Lookup returns the entry of k if the cache has one whose header is
+// whole and names k, and marks it recently used. A hit is counted only
+// once its bytes pass Check (Hit); a miss is counted here.
+func (c *Cache) Lookup(k Key) (Entry, bool) {
+	h := k.hash()
+	p := c.entryPath(h)
+	e, err := readHeader(p, h)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.corrupt.Add(1)
+			os.Remove(p) // a header that is not whole is never trusted
+		}
+		c.misses.Add(1)
+		return Entry{}, false
+	}
+	if k.Length >= 0 && e.Length != k.Length {
+		c.corrupt.Add(1)
+		os.Remove(p)
+		c.misses.Add(1)
+		return Entry{}, false
+	}
+	if now := time.Now(); now.Sub(e.used) > touchEvery {
+		os.Chtimes(p, now, now) // recency for eviction; a failure only ages the entry
+	}
+	return e, true
+}
+
+// readHeader reads and checks the header of entry file p of key hash h.
+func readHeader(p string, h [32]byte) (Entry, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer f.Close()
+	var hdr [HeaderSize]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return Entry{}, fmt.Errorf("cache: %s: short header: %w", p, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return Entry{}, fmt.Errorf("cache: %w", err)
+	}
+	n := int64(binary.LittleEndian.Uint64(hdr[8:16]))
+	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 || fi.Size() != HeaderSize+n {
+		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key", p)
+	}
+	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), used: fi.ModTime()}, nil
+}
+
+// Hit counts n bytes served from the cache.
+func (c *Cache) Hit(n int64) { c.hits.Add(1); c.hitBytes.Add(n) }
+
+// Missed counts n ranges looked for without a Lookup: ranges of an
+// object the cache holds nothing of.
+func (c *Cache) Missed(n int64) { c.misses.Add(n) }
+
+// Validated counts n version checks (requests for an object's headers).
+func (c *Cache) Validated(n int64) { c.validations.Add(n) }
+
+// Put stores data as the bytes of k, if the admission rule takes them
+// (see the package comment), and evicts the least recently used entries
+// if the cache grows past its size. It reports whether the bytes were
+// stored. A failure to write is counted (Stats.Errors) and reported, and
+// leaves no entry: the caller has its bytes and need not care.
+func (c *Cache) Put(k Key, data []byte) (bool, error) {
+	h := k.hash()
+	n := int64(len(data))
+	if n > c.size {
+		c.refused.Add(1)
+		return false, nil
+	}
+	// The room is taken before the write, so that fills running at once
+	// cannot all see the same room and together pass the size: that would
+	// evict entries to admit ranges seen once.
+	if c.used.Add(n) > c.size {
+		if !c.secondTouch(h) {
+			c.used.Add(-n)
+			c.refused.Add(1)
+			return false, nil
+		}
+		defer c.evict()
+	}
+	if err := c.write(h, data); err != nil {
+		c.used.Add(-n)
+		c.errs.Add(1)
+		return false, err
+	}
+	c.fills.Add(1)
+	return true, nil
+}
+
+// secondTouch reports whether h was refused before (its marker exists,
+// and is removed now); otherwise it leaves the marker.
+func (c *Cache) secondTouch(h [32]byte) bool {
+	p := c.seenPath(h)
+	if err := os.Remove(p); err == nil {
+		return true
+	}
+	if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		f.Close()
+	}
+	return false
+}
+
+// write fills the entry of h: a temporary file, whole, then renamed.
+func (c *Cache) write(h [32]byte, data []byte) error {
+	final := c.entryPath(h)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(final)+".*")
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	tmp := f.Name()
+	var hdr [HeaderSize]byte
+	copy(hdr[:8], magic[:])
+	binary.LittleEndian.PutUint64(hdr[8:16], uint64(len(data)))
+	binary.LittleEndian.PutUint32(hdr[16:20], crc32.Checksum(data, crcTable))
+	copy(hdr[24:56], h[:])
+	_, err = f.Write(hdr[:])
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cache: fill %s: %w", final, err)
+	}
+	return nil
+}
+
+// file is one file eviction considers.
+type file struct {
+	path string
+	size int64
+	used time.Time
+}
+
+// walk lists the files of one subdirectory of the cache, recursively.
+func (c *Cache) walk(sub string) []file {
+	var out []file
+	filepath.WalkDir(filepath.Join(c.dir, sub), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil // removed by another process meanwhile
+		}
+		out = append(out, file{path: p, size: fi.Size(), used: fi.ModTime()})
+		return nil
+	})
+	return out
+}
+
+// count is the bytes of the entries on disk.
+func (c *Cache) count() int64 {
+	var n int64
+	for _, f := range c.walk("entries") {
+		n += f.size - HeaderSize
+	}
+	return n
+}
+
+// evict removes the least recently used entries until the cache is at
+// lowWater of its size, temporary files of dead fills, and the oldest
+// admission markers and known versions beyond as many as there are
+// entries (at least 1024 of each).
+func (c *Cache) evict() {
+	c.evicting.Lock()
+	defer c.evicting.Unlock()
+	lock, err := os.OpenFile(filepath.Join(c.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err == nil {
+		defer lock.Close()
+		// Another process evicting: it does this work, ours waits for it.
+		syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+		defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	}
+	entries := c.walk("entries")
+	var total int64
+	for _, f := range entries {
+		total += f.size - HeaderSize
+	}
+	slices.SortFunc(entries, func(a, b file) int { return a.used.Compare(b.used) })
+	target := int64(float64(c.size) * lowWater)
+	for _, f := range entries {
+		if total <= target {
+			break
+		}
+		if os.Remove(f.path) == nil {
+			c.evictions.Add(1)
+		}
+		total -= f.size - HeaderSize
+	}
+	c.used.Store(total)
+	for _, f := range c.walk("tmp") {
+		if time.Since(f.used) > staleTemp {
+			os.Remove(f.path)
+		}
+	}
+	for _, sub := range []string{"seen", "objects"} {
+		marks := c.walk(sub)
+		if extra := len(marks) - max(len(entries), 1024); extra > 0 {
+			slices.SortFunc(marks, func(a, b file) int { return a.used.Compare(b.used) })
+			for _, f := range marks[:extra] {
+				os.Remove(f.path)
+			}
+		}
+	}
+}
+
+// Stats are a cache's counters: entries and bytes on disk (all
+// processes'), and this process's hits, misses and the rest.
+type Stats struct {
+	Dir            string
+	Size           int64 // the most bytes of entries kept
+	Entries, Bytes int64 // on disk now
+	Hits, HitBytes int64 // ranges served from the cache, and their bytes
+	Misses         int64 // ranges not found
+	Fills          int64 // ranges stored
+	Refused        int64 // ranges not admitted (the cache full, seen once)
+	Evictions      int64 // entries removed to make room
+	Validations    int64 // version checks (requests for headers)
+	Corrupt        int64 // entries dropped for a bad header or checksum
+	Errors         int64 // fills that failed to write
+}
+
+// Stats counts the entries on disk and returns the counters.
+func (c *Cache) Stats() Stats {
+	entries := c.walk("entries")
+	var n int64
+	for _, f := range entries {
+		n += f.size - HeaderSize
+	}
+	return Stats{Dir: c.Dir(), Size: c.size, Entries: int64(len(entries)), Bytes: n,
+		Hits: c.hits.Load(), HitBytes: c.hitBytes.Load(), Misses: c.misses.Load(), Fills: c.fills.Load(),
+		Refused: c.refused.Load(), Evictions: c.evictions.Load(), Validations: c.validations.Load(),
+		Corrupt: c.corrupt.Load(), Errors: c.errs.Load()}
+}

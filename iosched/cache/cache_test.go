@@ -1,0 +1,303 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("CACHE_TEST_FILLER"); dir != "" {
+		fillForever(dir) // a child process of TestKilledDuringFill
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// read returns the bytes of e as a reader of the entry file sees them.
+func read(t *testing.T, e Entry) []byte {
+	t.Helper()
+	f, err := os.Open(e.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, e.Length)
+	if _, err := f.ReadAt(b, e.Offset); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func payload(i, n int) []byte {
+	return bytes.Repeat([]byte{byte(i), byte(i >> 8), 0xA5}, n/3+1)[:n]
+}
+
+func TestPutLookup(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Object: "s3://b/a.arrow", Version: "etag:1", Offset: 10, Length: 1000}
+	if _, ok := c.Lookup(k); ok {
+		t.Fatal("hit in an empty cache")
+	}
+	data := payload(1, 1000)
+	if ok, err := c.Put(k, data); !ok || err != nil {
+		t.Fatalf("Put = %v, %v", ok, err)
+	}
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("miss after Put")
+	}
+	got := read(t, e)
+	if !bytes.Equal(got, data) || c.Check(e, got) != nil {
+		t.Fatal("the entry's bytes are not the stored ones")
+	}
+	for _, other := range []Key{
+		{Object: k.Object, Version: "etag:2", Offset: 10, Length: 1000}, // overwritten object
+		{Object: k.Object, Version: k.Version, Offset: 11, Length: 1000},
+		{Object: k.Object, Version: k.Version, Offset: 10, Length: 999},
+		{Object: "s3://b/b.arrow", Version: k.Version, Offset: 10, Length: 1000},
+	} {
+		if _, ok := c.Lookup(other); ok {
+			t.Errorf("%+v hits the entry of %+v", other, k)
+		}
+	}
+}
+
+func TestCorruptEntryDropped(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Object: "http://h/x", Version: "etag:a", Length: 4096}
+	data := payload(2, 4096)
+	c.Put(k, data)
+	e, _ := c.Lookup(k)
+	f, err := os.OpenFile(e.Path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{^data[100]}, e.Offset+100) // one byte flipped on disk
+	f.Close()
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("the header is whole: Lookup finds the entry, Check must catch it")
+	}
+	if err := c.Check(e, read(t, e)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check of a flipped byte = %v, want ErrCorrupt", err)
+	}
+	if _, ok := c.Lookup(k); ok {
+		t.Fatal("a corrupt entry is still found after Check dropped it")
+	}
+	// Truncated: the header names more bytes than the file has.
+	c.Put(k, data)
+	e, _ = c.Lookup(k)
+	os.Truncate(e.Path, e.Offset+10)
+	if _, ok := c.Lookup(k); ok {
+		t.Fatal("a truncated entry is found")
+	}
+	if st := c.Stats(); st.Corrupt != 2 {
+		t.Errorf("Corrupt = %d, want 2", st.Corrupt)
+	}
+}
+
+// TestHotSetSurvivesScan: once full, a pass over twice the cache's size
+// (each range read once) must leave the ranges read repeatedly resident.
+func TestHotSetSurvivesScan(t *testing.T) {
+	const n, size = 4096, 100 * 4096
+	c, err := Open(t.TempDir(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(s string, i int) Key { return Key{Object: fmt.Sprintf("%s/%d", s, i), Version: "v", Length: n} }
+	hot := 60
+	for round := 0; round < 2; round++ {
+		for i := 0; i < hot; i++ {
+			if _, ok := c.Lookup(key("hot", i)); !ok {
+				c.Put(key("hot", i), payload(i, n))
+			}
+		}
+	}
+	for i := 0; i < 2*size/n; i++ { // the pass: cold ranges, once each
+		if _, ok := c.Lookup(key("cold", i)); !ok {
+			c.Put(key("cold", i), payload(i, n))
+		}
+	}
+	resident := 0
+	for i := 0; i < hot; i++ {
+		if _, ok := c.Lookup(key("hot", i)); ok {
+			resident++
+		}
+	}
+	if resident < hot*9/10 {
+		t.Fatalf("%d of %d hot ranges resident after the pass", resident, hot)
+	}
+	if st := c.Stats(); st.Bytes > size {
+		t.Fatalf("cache holds %d bytes, more than its size %d", st.Bytes, size)
+	}
+}
+
+// TestEvictionBound: ranges read again and again are admitted on their
+// second touch and the cache stays within its size.
+func TestEvictionBound(t *testing.T) {
+	const n, size = 4096, 20 * 4096
+	c, err := Open(t.TempDir(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 50; i++ {
+			k := Key{Object: strconv.Itoa(i), Version: "v", Length: n}
+			if _, ok := c.Lookup(k); !ok {
+				c.Put(k, payload(i, n))
+			}
+		}
+	}
+	st := c.Stats()
+	if st.Bytes > size || st.Evictions == 0 {
+		t.Fatalf("%+v: want evictions and at most %d bytes", st, size)
+	}
+}
+
+// TestShared: two Caches on one directory (as two processes would have)
+// filling the same keys at once: every hit is whole and right.
+func TestShared(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, c := range []*Cache{a, b, a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				k := Key{Object: strconv.Itoa(i % 37), Version: "v", Length: 3000}
+				if e, ok := c.Lookup(k); ok {
+					f, err := os.Open(e.Path)
+					if err != nil {
+						continue // replaced meanwhile: a reader falls back to the store
+					}
+					got := make([]byte, e.Length)
+					f.ReadAt(got, e.Offset)
+					f.Close()
+					if c.Check(e, got) != nil || !bytes.Equal(got, payload(i%37, 3000)) {
+						t.Errorf("key %d: wrong bytes from a shared entry", i%37)
+					}
+					continue
+				}
+				c.Put(k, payload(i%37, 3000))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// fillForever fills entries in dir until killed.
+func fillForever(dir string) {
+	c, err := Open(dir, 1<<30)
+	if err != nil {
+		os.Exit(2)
+	}
+	for i := 0; ; i++ {
+		c.Put(Key{Object: strconv.Itoa(i % 50), Version: "v", Length: 1 << 20}, payload(i%50, 1<<20))
+		if i == 10 {
+			os.WriteFile(filepath.Join(dir, "started"), nil, 0o644)
+		}
+	}
+}
+
+// TestKilledDuringFill: a process killed (SIGKILL) while it fills leaves
+// nothing a later reader trusts: every entry found is whole and right.
+func TestKilledDuringFill(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CACHE_TEST_FILLER="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the filler never started")
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the child's file, not waiting for an effect
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	c, err := Open(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for i := 0; i < 50; i++ {
+		e, ok := c.Lookup(Key{Object: strconv.Itoa(i), Version: "v", Length: 1 << 20})
+		if !ok {
+			continue
+		}
+		found++
+		got := read(t, e)
+		if c.Check(e, got) != nil || !bytes.Equal(got, payload(i, 1<<20)) {
+			t.Errorf("entry %d is trusted but wrong after the kill", i)
+		}
+	}
+	if found == 0 {
+		t.Error("no entry survived: the filler had renamed at least ten")
+	}
+}
+
+// TestConcurrentFillsKeepHotSet: fills running at once, near the size,
+// must not together pass it (each seeing the same room) and so evict
+// entries to make room for ranges seen only once.
+func TestConcurrentFillsKeepHotSet(t *testing.T) {
+	const n, size = 4096, 100 * 4096
+	c, err := Open(t.TempDir(), size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		c.Put(Key{Object: "hot" + strconv.Itoa(i), Version: "v", Length: n}, payload(i, n))
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				k := Key{Object: fmt.Sprintf("cold%d-%d", g, i), Version: "v", Length: n}
+				c.Put(k, payload(i, n))
+			}
+		}()
+	}
+	wg.Wait()
+	if st := c.Stats(); st.Evictions != 0 || st.Bytes > size {
+		t.Fatalf("%+v: once-seen ranges evicted entries or passed the size", st)
+	}
+	for i := 0; i < 60; i++ {
+		if _, ok := c.Lookup(Key{Object: "hot" + strconv.Itoa(i), Version: "v", Length: n}); !ok {
+			t.Fatalf("hot entry %d evicted", i)
+		}
+	}
+}

@@ -1,0 +1,507 @@
+package scanner
+
+// The local cache of remote chunks (Config.CacheDir): every vector of
+// requests for a remote object passes through viaCache, which serves the
+// ranges the cache holds for the object's current version from the local
+// disk, on the file domain's scheduler (a cache read never holds a remote
+// slot), and fetches the others from the store and stores them.
+//
+// The version the ranges are looked up by is the catalog's (Chunk.Version,
+// vouched for by the catalog: no request to the store at all), else the
+// store's answer to one request for the object's headers per scan
+// (store.Versioner), asked only of objects the cache has stored ranges of.
+// An object overwritten between two scans thus has a new version in the
+// second, whose ranges are not in the cache. Fetched ranges are stored
+// under the version their own answers carried (recordingStore). A store
+// that gives no version, and local files, are not cached.
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/cache"
+	"github.com/remote-segments/remote_segments/iosched/store"
+)
+
+// caches are a process's open cache directories, one Cache per directory
+// and size, so that the scans sharing one count into one set of
+// statistics (remote_segments_cache()).
+type caches struct {
+	mu sync.Mutex
+	m  map[string]*cache.Cache
+}
+
+// open returns the cache of dir holding size bytes (0: the default),
+// opening it on first use.
+func (cs *caches) open(dir string, size int64) (*cache.Cache, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	key := abs + "\x00" + strconv.FormatInt(size, 10)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c := cs.m[key]; c != nil {
+		return c, nil
+	}
+	c, err := cache.Open(abs, size)
+	if err != nil {
+		return nil, err
+	}
+	if cs.m == nil {
+		cs.m = map[string]*cache.Cache{}
+	}
+	cs.m[key] = c
+	return c, nil
+}
+
+// CacheStats returns the statistics of every cache directory the
+// process's scans opened.
+func (p *Process) CacheStats() []cache.Stats {
+	p.caches.mu.Lock()
+	cs := make([]*cache.Cache, 0, len(p.caches.m))
+	for _, c := range p.caches.m {
+		cs = append(cs, c)
+	}
+	p.caches.mu.Unlock()
+	out := make([]cache.Stats, len(cs))
+	for i, c := range cs {
+		out[i] = c.Stats()
+	}
+	slices.SortFunc(out, func(a, b cache.Stats) int { return strings.Compare(a.Dir, b.Dir) })
+	return out
+}
+
+// cacheUse is one scan's (or bind's) use of the cache: the versions it
+// checked, each once, and its hits.
+type cacheUse struct {
+	c   *cache.Cache
+	ctx context.Context
+	// versions maps an object to its version check, made once.
+	mu       sync.Mutex
+	versions map[string]*versionCheck
+	// checks bounds the version checks in flight, as the IO slots bound
+	// the GETs.
+	checks chan struct{}
+
+	// hits counts the ranges served from the cache and their bytes;
+	// bind's and the first scan's share it.
+	hits *cacheHits
+}
+
+// cacheHits counts the ranges a scan read from the cache, and their bytes.
+type cacheHits struct{ n, bytes atomic.Int64 }
+
+// versionCheck is one object's version, once known.
+type versionCheck struct {
+	done    chan struct{}
+	version string
+	err     error
+}
+
+func newCacheUse(ctx context.Context, c *cache.Cache, parallel int) *cacheUse {
+	if parallel <= 0 {
+		parallel = iosched.DefaultParallelism
+	}
+	return &cacheUse{c: c, ctx: ctx, versions: map[string]*versionCheck{}, checks: make(chan struct{}, parallel), hits: &cacheHits{}}
+}
+
+// version returns object's version, asking vs once per cacheUse (the
+// callers for the same object wait for the one request).
+func (cu *cacheUse) version(object string, vs store.Versioner, name string) (string, error) {
+	cu.mu.Lock()
+	vc := cu.versions[object]
+	if vc != nil {
+		cu.mu.Unlock()
+		select {
+		case <-vc.done:
+			return vc.version, vc.err
+		case <-cu.ctx.Done():
+			return "", cu.ctx.Err()
+		}
+	}
+	vc = &versionCheck{done: make(chan struct{})}
+	cu.versions[object] = vc
+	cu.mu.Unlock()
+	defer close(vc.done)
+	select {
+	case cu.checks <- struct{}{}:
+	case <-cu.ctx.Done():
+		vc.err = cu.ctx.Err()
+		return "", vc.err
+	}
+	vc.version, vc.err = vs.Version(cu.ctx, name)
+	<-cu.checks
+	cu.c.Validated(1)
+	return vc.version, vc.err
+}
+
+// objectKey is how the cache names object name of st: the S3 endpoint
+// tells apart objects of one s3:// URL; the URL is shown without
+// credentials, and the version does the rest.
+func (p *Plan) objectKey(st store.Store, name string) string {
+	return p.cfg.Store.S3Endpoint + "\x00" + st.URL(name)
+}
+
+// checkVersionsAhead starts the version checks of the scan's objects
+// that carry no catalog version and that the cache filled before, all of
+// them from the start and as many
+// at once as the IO slots (cacheUse.checks): a chunk waits for its
+// object's check only if it comes before the check is done, so that
+// the checks cost about objects ÷ slots round trips, however few chunks
+// the budget lets run at once.
+func (s *Scan) checkVersionsAhead() {
+	cu := s.cache
+	if cu == nil {
+		return
+	}
+	var urls []string
+	seen := map[string]bool{}
+	for i := range s.plan.Chunks {
+		c := &s.plan.Chunks[i]
+		if c.Version == "" && !seen[c.URL] {
+			seen[c.URL] = true
+			urls = append(urls, c.URL)
+		}
+	}
+	next := make(chan string)
+	workers := min(cap(cu.checks), len(urls))
+	s.wg.Add(workers + 1)
+	go func() {
+		defer s.wg.Done()
+		defer s.guard()
+		defer close(next)
+		for _, u := range urls {
+			select {
+			case next <- u:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			defer s.wg.Done()
+			defer s.guard()
+			for u := range next {
+				h, err := openObject(u, &s.plan.cfg)
+				if err != nil {
+					continue // the chunk's own read reports it
+				}
+				object := s.plan.objectKey(h.Store, h.Name)
+				if _, known := cu.c.Known(object); known {
+					if vs, ok := h.Store.(store.Versioner); ok {
+						cu.version(object, vs, h.Name)
+					}
+				}
+				h.Release()
+			}
+		}()
+	}
+}
+
+// learned notes version as object's for the rest of the scan, from the
+// answer of one of its GETs: the scan need not ask again.
+func (cu *cacheUse) learned(object, version string) {
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	if cu.versions[object] == nil {
+		vc := &versionCheck{done: make(chan struct{}), version: version}
+		close(vc.done)
+		cu.versions[object] = vc
+	}
+}
+
+// runFunc runs one vector of requests on a scheduler and returns their
+// bytes in order.
+type runFunc = func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)
+
+// viaCache wraps run, which reads ranges of chunk c's object, so that the
+// ranges cu's cache holds are read from it and the others are stored
+// after run fetched them. With no cache (cu nil) it is run. prepare, if
+// not nil, is applied to the requests that read the cache's entries as the
+// caller applied it to reqs (fetchWhole's): where the bytes go, and a
+// mapping of the entry where the chunk may be read from one, as a local
+// file is.
+//
+// The version the ranges are looked up by is the catalog's, else the one
+// the store gives now (one request for the headers per object and scan),
+// asked only of objects the cache has filled before (cache.Known): a
+// scan of objects it never saw pays no check. Fetched ranges are stored
+// under the version their own answers gave (store.RangeVersioner), never
+// one asked before, so that an object overwritten between the check and
+// the GET cannot leave the new bytes under the old version.
+func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), run runFunc) runFunc {
+	if cu == nil {
+		return run
+	}
+	return func(sched *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+		if len(reqs) == 0 {
+			return run(sched, reqs)
+		}
+		st, name := reqs[0].Store, reqs[0].Name
+		vs, ok := st.(store.Versioner)
+		if !ok {
+			return run(sched, reqs) // a local file: nothing to gain
+		}
+		for _, r := range reqs {
+			if r.Name != name || r.Store != st {
+				panic("scanner: one vector of cached requests names two objects")
+			}
+		}
+		object := p.objectKey(st, name)
+		out := make([][]byte, len(reqs))
+		miss := make([]int, len(reqs))
+		for i := range miss {
+			miss[i] = i
+		}
+		version := c.Version
+		if version != "" {
+			version = "catalog:" + version
+		} else if _, known := cu.c.Known(object); known {
+			// An error or no version: the ranges are fetched, and the
+			// GET reports what is wrong with the object, if anything.
+			version, _ = cu.version(object, vs, name)
+		}
+		if version != "" {
+			miss = p.readCached(cu, object, version, reqs, out, prepare)
+		} else {
+			cu.c.Missed(int64(len(reqs)))
+		}
+		if len(miss) == 0 {
+			return out, nil
+		}
+		mreqs := make([]iosched.Request, len(miss))
+		for j, i := range miss {
+			mreqs[j] = reqs[i]
+		}
+		var rec *recordingStore
+		if c.Version == "" {
+			rv, ok := st.(store.RangeVersioner)
+			if !ok {
+				return p.fetchUncached(sched, run, reqs, mreqs, miss, out)
+			}
+			rec = &recordingStore{Store: st, rv: rv}
+			for j := range mreqs {
+				mreqs[j].Store = rec
+			}
+		}
+		data, err := run(sched, mreqs)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			if version = rec.result(); version != "" {
+				cu.c.SetKnown(object, version)
+				cu.learned(object, version)
+			}
+		}
+		for j, i := range miss {
+			out[i] = data[j]
+			if version != "" {
+				// A failed fill is counted; the scan has its bytes.
+				cu.c.Put(cache.Key{Object: object, Version: version, Offset: reqs[i].Offset, Length: reqs[i].Length}, data[j])
+			}
+		}
+		return out, nil
+	}
+}
+
+// fetchUncached runs mreqs (reqs at indexes miss) and places their bytes
+// in out.
+func (p *Plan) fetchUncached(sched *iosched.Scheduler, run runFunc, reqs, mreqs []iosched.Request, miss []int, out [][]byte) ([][]byte, error) {
+	data, err := run(sched, mreqs)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range miss {
+		out[i] = data[j]
+	}
+	return out, nil
+}
+
+// readCached reads the ranges of reqs the cache holds for object at
+// version into out, and returns the indexes of the others (to fetch).
+func (p *Plan) readCached(cu *cacheUse, object, version string, reqs []iosched.Request, out [][]byte, prepare func(*iosched.Request)) []int {
+	entries := make([]cache.Entry, len(reqs))
+	var hit, miss []int
+	for i, r := range reqs {
+		if e, ok := cu.c.Lookup(cache.Key{Object: object, Version: version, Offset: r.Offset, Length: r.Length}); ok {
+			entries[i] = e
+			hit = append(hit, i)
+		} else {
+			miss = append(miss, i)
+		}
+	}
+	if len(hit) == 0 {
+		return miss
+	}
+	bad, err := p.readEntries(cu, reqs, entries, hit, out, prepare)
+	if err != nil {
+		// Read from the store instead (an entry evicted since its
+		// lookup): into fresh memory, since the failed batch may still
+		// write into the requests' buffers.
+		for _, i := range hit {
+			reqs[i].Buffer, reqs[i].Alloc, out[i] = nil, nil, nil
+		}
+		bad = hit
+	}
+	miss = append(miss, bad...)
+	slices.Sort(miss)
+	return miss
+}
+
+// recordingStore is a remote store whose GETs note the version of the
+// object they read: the version the fetched ranges are stored under.
+type recordingStore struct {
+	store.Store
+	rv store.RangeVersioner
+
+	mu      sync.Mutex
+	version string
+	mixed   bool // answers of two versions, or one without
+}
+
+// GetRange reads as the store does and notes the answer's version.
+func (r *recordingStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	body, v, err := r.rv.GetRangeVersion(ctx, name, off, length)
+	if err == nil {
+		r.mu.Lock()
+		switch {
+		case v == "" || (r.version != "" && v != r.version):
+			r.mixed = true
+		default:
+			r.version = v
+		}
+		r.mu.Unlock()
+	}
+	return body, err
+}
+
+// result is the one version every answer gave, or "" if they differed
+// (the object changed while it was read: its ranges are not stored) or
+// gave none.
+func (r *recordingStore) result() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mixed {
+		return ""
+	}
+	return r.version
+}
+
+// readEntries reads the entries of reqs at indexes hit into out, on the
+// local file domain, and checks each; it returns the indexes whose bytes
+// failed the check (those entries are dropped). An error means no entry
+// was read.
+func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache.Entry, hit []int, out [][]byte, prepare func(*iosched.Request)) ([]int, error) {
+	h, err := p.cfg.Process.domains.Open(entries[hit[0]].Path, store.Options{}, iosched.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Release()
+	lreqs := make([]iosched.Request, len(hit))
+	for j, i := range hit {
+		e := entries[i]
+		lreqs[j] = iosched.Request{Store: h.Store, Name: filepath.ToSlash(e.Path), Offset: e.Offset, Length: e.Length,
+			Priority: reqs[i].Priority, Buffer: reqs[i].Buffer, Alloc: reqs[i].Alloc}
+		if prepare != nil {
+			prepare(&lreqs[j])
+		}
+	}
+	data, err := h.Scheduler.Fetch(cu.ctx, lreqs)
+	if err != nil {
+		return nil, err
+	}
+	var bad []int
+	for j, i := range hit {
+		if cu.c.Check(entries[i], data[j]) != nil {
+			bad = append(bad, i)
+			continue
+		}
+		out[i] = data[j]
+		n := int64(len(data[j]))
+		cu.c.Hit(n)
+		cu.hits.n.Add(1)
+		cu.hits.bytes.Add(n)
+	}
+	return bad, nil
+}
+
+// cacheUseOf is the cache use of the scan with id query (0: bind's), nil
+// when the scan has no cache.
+func (p *Plan) cacheUseOf(query uint64) *cacheUse {
+	if p.cache == nil {
+		return nil
+	}
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	if query == 0 {
+		query = p.id
+	}
+	return p.cacheUses[query]
+}
+
+// useCache sets up the cache uses of a scan with id query, whose context
+// is ctx: the first scan keeps the versions bind checked moments before
+// (its prefetches and its first chunk were read with them), a later scan
+// of the plan checks them anew. It returns the function that ends it.
+func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
+	if p.cache == nil {
+		return nil, func() {}
+	}
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	cu := newCacheUse(ctx, p.cache, p.cfg.MaxParallelIO)
+	if bound := p.cacheUses[query]; bound != nil && query == p.id {
+		// Bind's prefetches may still be reading: they count into the
+		// same hits.
+		bound.mu.Lock()
+		cu.versions = bound.versions
+		bound.mu.Unlock()
+		cu.hits = bound.hits
+	}
+	p.cacheUses[query] = cu
+	return cu, func() {
+		p.firstMu.Lock()
+		defer p.firstMu.Unlock()
+		delete(p.cacheUses, query)
+	}
+}
+
+// cacheColumns are the columns of remote_segments_cache(): one row per
+// cache directory the process's scans opened.
+var cacheColumns = []tableColumn[cache.Stats]{
+	{"cache_dir", arrow.BinaryTypes.String, func(c *cache.Stats) any { return c.Dir }},
+	{"cache_size", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Size }},
+	{"entries", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Entries }},
+	{"bytes", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Bytes }},
+	{"hits", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Hits }},
+	{"hit_bytes", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.HitBytes }},
+	{"misses", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Misses }},
+	{"fills", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Fills }},
+	{"not_admitted", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Refused }},
+	{"evictions", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Evictions }},
+	{"validations", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Validations }},
+	{"corrupt", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Corrupt }},
+	{"fill_errors", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Errors }},
+}
+
+// CacheSchema is the schema of remote_segments_cache().
+func CacheSchema() *arrow.Schema { return tableSchema(cacheColumns) }
+
+// CacheTable is the process's cache directories as the rows of
+// remote_segments_cache(), in CacheSchema: entries and bytes on disk (of
+// every process sharing the directory), and this process's hits, misses,
+// fills, refusals, evictions, version checks and corrupt entries found.
+func (p *Process) CacheTable() arrow.RecordBatch {
+	return buildTable(CacheSchema(), cacheColumns, p.CacheStats())
+}

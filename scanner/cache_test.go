@@ -1,0 +1,313 @@
+package scanner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/remote-segments/remote_segments/iosched/cache"
+	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/test/datagen"
+)
+
+// countingServer serves dir over HTTP with an ETag of each file's content
+// (as S3 gives), counting the GETs, their body bytes and the HEADs.
+type countingServer struct {
+	*httptest.Server
+	gets, heads, bytes atomic.Int64
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (w countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n.Add(int64(n))
+	return n, err
+}
+
+func serveCounting(t *testing.T, dir string) *countingServer {
+	cs := &countingServer{}
+	files := http.FileServer(http.Dir(dir))
+	cs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
+			h := sha256.Sum256(data)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
+		}
+		switch r.Method {
+		case http.MethodHead:
+			cs.heads.Add(1)
+		case http.MethodGet:
+			cs.gets.Add(1)
+			w = countingWriter{w, &cs.bytes}
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(cs.Close)
+	return cs
+}
+
+// chunkRows are the catalog rows of the chunks datagen wrote in dir, as
+// URLs of srv, with version if not "".
+func chunkRows(t *testing.T, dir, base, version string) []Row {
+	t.Helper()
+	var rows []Row
+	err := filepath.WalkDir(filepath.Join(dir, "chunks"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".arrow") {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		row := Row{"url": base + "/" + filepath.ToSlash(rel)}
+		if version != "" {
+			row["version"] = version
+		}
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// scanAll scans cfg whole and checks its answer against want.
+func scanAll(t *testing.T, cfg Config, want []datagen.SegmentStats) Stats {
+	t.Helper()
+	scan := startScan(t, cfg, nil)
+	rows, sum := drain(t, scan, 2, 0)
+	scan.Close()
+	checkSegments(t, want, rows, sum)
+	return scan.Stats()
+}
+
+// TestCacheWarmScan: a second scan reads every chunk from the cache, after
+// one version check per object and no GET; an object overwritten between
+// two scans is read anew and gives the new answer.
+func TestCacheWarmScan(t *testing.T) {
+	dir := t.TempDir()
+	spec := datagen.Spec{Segments: 3, ChunksPerSegment: 2, RowsPerChunk: 700, BatchesPerChunk: 2, Seed: 7}
+	want, err := datagen.Write(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	p := testProcess(t)
+	cfg := Config{Process: p, Rows: chunkRows(t, dir, srv.URL, ""), CacheDir: t.TempDir()}
+	objects := int64(len(cfg.Rows))
+
+	scanAll(t, cfg, want)
+	if srv.gets.Load() == 0 || srv.heads.Load() != 0 {
+		t.Fatalf("the cold scan made %d GETs, %d HEADs: want GETs and no version check of objects never cached", srv.gets.Load(), srv.heads.Load())
+	}
+	srv.gets.Store(0)
+	srv.heads.Store(0)
+	srv.bytes.Store(0)
+	st := scanAll(t, cfg, want)
+	if g, h, b := srv.gets.Load(), srv.heads.Load(), srv.bytes.Load(); g != 0 || b != 0 || h != objects {
+		t.Fatalf("warm scan: %d GETs, %d body bytes, %d HEADs; want 0, 0 and one HEAD per object (%d)", g, b, h, objects)
+	}
+	if st.CacheHits != objects || st.GETs != 0 {
+		t.Fatalf("warm scan stats: %d cache hits, %d GETs", st.CacheHits, st.GETs)
+	}
+
+	spec.Seed = 8 // every chunk overwritten with other values
+	want2, err := datagen.Write(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want2[0].SumX == want[0].SumX {
+		t.Fatal("the rewritten data has the old answer: the test proves nothing")
+	}
+	srv.gets.Store(0)
+	scanAll(t, cfg, want2)
+	if srv.gets.Load() == 0 {
+		t.Fatal("the objects were overwritten, but the scan made no GET")
+	}
+	if cs := p.CacheStats(); len(cs) != 1 || cs[0].Validations == 0 || cs[0].Hits == 0 || cs[0].Fills == 0 || cs[0].Misses < objects {
+		t.Fatalf("cache stats %+v", cs)
+	}
+	rec := p.CacheTable()
+	defer rec.Release()
+	hits := rec.Column(rec.Schema().FieldIndices("hits")[0]).(*array.Int64)
+	if rec.NumRows() != 1 || hits.Value(0) != p.CacheStats()[0].Hits {
+		t.Fatalf("remote_segments_cache(): %d rows, hits %v", rec.NumRows(), hits)
+	}
+	stats := StatsTable([]ScanInfo{{Stats: st}})
+	defer stats.Release()
+	if v := stats.Column(stats.Schema().FieldIndices("cache_hits")[0]).(*array.Int64).Value(0); v != st.CacheHits {
+		t.Fatalf("remote_segments_stats() cache_hits %d, want %d", v, st.CacheHits)
+	}
+}
+
+// TestCacheCatalogVersion: rows that carry a version are served from the
+// cache with no request to the store at all; a new version reads anew.
+func TestCacheCatalogVersion(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 2, RowsPerChunk: 900, BatchesPerChunk: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	cfg := Config{Process: testProcess(t), Rows: chunkRows(t, dir, srv.URL, "7"), CacheDir: t.TempDir()}
+	scanAll(t, cfg, want)
+	if srv.heads.Load() != 0 {
+		t.Fatalf("%d HEADs: a catalog version needs no check", srv.heads.Load())
+	}
+	srv.gets.Store(0)
+	scanAll(t, cfg, want)
+	if g, h := srv.gets.Load(), srv.heads.Load(); g != 0 || h != 0 {
+		t.Fatalf("warm scan with catalog versions: %d GETs, %d HEADs; want none", g, h)
+	}
+	cfg.Rows = chunkRows(t, dir, srv.URL, "8")
+	scanAll(t, cfg, want)
+	if srv.gets.Load() == 0 {
+		t.Fatal("a new catalog version was served from the old entries")
+	}
+}
+
+// TestCacheCorruptEntry: bytes flipped in an entry on disk are detected by
+// the checksum, the entry is dropped and the range fetched again.
+func TestCacheCorruptEntry(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 2, RowsPerChunk: 900, BatchesPerChunk: 2, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	cacheDir := t.TempDir()
+	p := testProcess(t)
+	cfg := Config{Process: p, Rows: chunkRows(t, dir, srv.URL, "1"), CacheDir: cacheDir}
+	scanAll(t, cfg, want)
+	flipped := flipEntries(t, cacheDir)
+	if flipped == 0 {
+		t.Fatal("the cold scan left no entry")
+	}
+	srv.gets.Store(0)
+	scanAll(t, cfg, want)
+	if srv.gets.Load() == 0 {
+		t.Fatal("corrupt entries were served: no GET")
+	}
+	if cs := p.CacheStats(); cs[0].Corrupt < int64(flipped) {
+		t.Fatalf("%d entries flipped, %d found corrupt", flipped, cs[0].Corrupt)
+	}
+}
+
+// TestCacheLargeChunks: chunks too large for bind to read whole (it reads
+// their metadata ranges; the scan reads them whole or projected, as the
+// cost model decides) are served from the cache too.
+func TestCacheLargeChunks(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 2, RowsPerChunk: 200000, BatchesPerChunk: 2, Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	var rows []Row
+	for _, r := range chunkRows(t, dir, srv.URL, "1") {
+		fi, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(r["url"].(string), srv.URL+"/")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r["length"] = fi.Size()
+		rows = append(rows, r)
+	}
+	cfg := Config{Process: testProcess(t), Rows: rows, CacheDir: t.TempDir()}
+	sums := make([]int64, 2)
+	for i := range sums {
+		scan := startScan(t, cfg, []int{0})
+		_, sum := drain(t, scan, 1, 0)
+		scan.Close()
+		sums[i] = sum["s0"]
+		if i == 0 {
+			srv.gets.Store(0)
+		}
+	}
+	if sums[0] != sums[1] || sums[0] == 0 {
+		t.Fatalf("warm sum %d, cold %d", sums[1], sums[0])
+	}
+	if g := srv.gets.Load(); g != 0 {
+		t.Fatalf("warm projected scan made %d GETs", g)
+	}
+	// Entries of chunks this large are read as mappings, as local files
+	// are: a flipped byte in one is caught there too.
+	flipEntries(t, cfg.CacheDir)
+	scan := startScan(t, cfg, []int{0})
+	_, sum := drain(t, scan, 1, 0)
+	scan.Close()
+	if sum["s0"] != sums[0] || srv.gets.Load() == 0 {
+		t.Fatalf("after flipped bytes: sum %d (want %d), %d GETs", sum["s0"], sums[0], srv.gets.Load())
+	}
+}
+
+// flipEntries flips bytes in the body of every entry under dir (headers
+// left whole: only the checksum can tell) and returns how many.
+func flipEntries(t *testing.T, dir string) int {
+	t.Helper()
+	flipped := 0
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(path, "entries") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := cache.HeaderSize; i < len(b); i += 97 {
+			b[i] ^= 0x5a
+		}
+		flipped++
+		return os.WriteFile(path, b, 0o644)
+	})
+	return flipped
+}
+
+// versionedStore answers GETs with the versions it is given, in turn.
+type versionedStore struct {
+	store.Store
+	versions []string
+	n        atomic.Int64
+}
+
+func (v *versionedStore) GetRangeVersion(ctx context.Context, name string, off, length int64) (io.ReadCloser, string, error) {
+	i := v.n.Add(1) - 1
+	return io.NopCloser(strings.NewReader("x")), v.versions[int(i)%len(v.versions)], nil
+}
+
+// TestRecordingStore: ranges are stored under the version their answers
+// gave, and not at all when the answers disagree (the object changed while
+// it was read) or gave none.
+func TestRecordingStore(t *testing.T) {
+	for _, c := range []struct {
+		versions []string
+		want     string
+	}{
+		{[]string{"etag:a"}, "etag:a"},
+		{[]string{"etag:a", "etag:b"}, ""},
+		{[]string{""}, ""},
+		{[]string{"etag:a", ""}, ""},
+	} {
+		vs := &versionedStore{versions: c.versions}
+		rec := &recordingStore{rv: vs}
+		for range 2 {
+			body, err := rec.GetRange(context.Background(), "o", 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body.Close()
+		}
+		if got := rec.result(); got != c.want {
+			t.Errorf("answers of %q: version %q, want %q", c.versions, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,381 @@
+// Command cache measures the local cache of remote chunks (cache_dir) in
+// one run, on versitygw behind test/faultproxy (30 ms per request):
+//
+//	go run ./test/bench/cache [-out build/bench] [-reps 3] [-md build/bench/cache.md]
+//
+// For W2 (1,024 objects of ~120 KiB) and W1 (16 large chunks; -w1-mib sets
+// its size, 969 in BENCHMARKS.md's W1) it times, as medians of -reps
+// interleaved runs of the scanner package's pipeline at max_parallel_io 64:
+//
+//   - the scan without a cache, and the cold scan filling an empty cache;
+//   - the warm scan of a catalog carrying `version` (no request to the
+//     store), against the same chunks as local files;
+//   - the warm scan with the default checks (one HEAD per object);
+//
+// counting the proxy's GETs and HEADs, and, with a cache of -hot-mib, a hot
+// set read twice, then a pass over twice the cache's size of other objects,
+// then the hot set again: the share of it still resident.
+//
+// The goal lines say met or not met; the figures are ratios within the run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/remote-segments/remote_segments/iosched/store"
+	"github.com/remote-segments/remote_segments/scanner"
+	"github.com/remote-segments/remote_segments/test/datagen"
+	"github.com/remote-segments/remote_segments/test/faultproxy"
+	"github.com/remote-segments/remote_segments/test/s3server"
+)
+
+var (
+	outDir  = flag.String("out", "build/bench", "working directory (datasets, caches)")
+	mdPath  = flag.String("md", "", "also write the section (markdown) to this file")
+	reps    = flag.Int("reps", 3, "runs of each measurement (medians)")
+	latency = flag.Duration("latency", 30*time.Millisecond, "the proxy's latency per request")
+	w1MiB   = flag.Int("w1-mib", 240, "size of the W1 dataset in MiB (BENCHMARKS.md's W1 is 969)")
+	w2Segs  = flag.Int("w2-segments", 128, "segments of 8 objects in the W2 dataset (128: 1,024 objects)")
+	skipW1  = flag.Bool("no-w1", false, "skip W1")
+	skipW2  = flag.Bool("no-w2", false, "skip W2 and the hot set")
+)
+
+// dataset is one workload: its objects on S3 and as local files.
+type dataset struct {
+	name  string
+	keys  []string
+	local []string
+	sizes []int64
+	bytes int64
+	rows  int64
+	sumX  int64
+}
+
+// proxyCount counts what reaches the store through the proxy.
+type proxyCount struct{ gets, heads atomic.Int64 }
+
+type bench struct {
+	srv   *s3server.Server
+	proxy *faultproxy.Proxy
+	count proxyCount
+	proc  *scanner.Process
+	md    strings.Builder
+	met   []string
+}
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	root, err := filepath.Abs(filepath.Join(*outDir, "cache"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	os.RemoveAll(root)
+	defer os.RemoveAll(root)
+	ctx := context.Background()
+	srv, err := s3server.Start(ctx, filepath.Join(root, "s3"), "bench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	b := &bench{srv: srv, proc: scanner.NewProcess(0)}
+	defer b.proc.Close()
+	b.proxy, err = faultproxy.New(srv.Endpoint, faultproxy.Config{Latency: *latency, Rule: func(r *http.Request, _ int64) (faultproxy.Fault, bool) {
+		switch r.Method {
+		case http.MethodGet:
+			b.count.gets.Add(1)
+		case http.MethodHead:
+			b.count.heads.Add(1)
+		}
+		return faultproxy.Fault{}, true
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.proxy.Close()
+
+	fmt.Fprintf(&b.md, "## Local cache (cache_dir)\n\nversitygw behind the fault proxy (%v per request), max_parallel_io 64, medians of %d runs; "+
+		"the scanner's pipeline in one process. Speeds are the objects' bytes over the scan's wall time.\n\n", *latency, *reps)
+	if *skipW2 {
+		*w2Segs = 1
+	}
+	w2 := b.prepare(root, "w2", datagen.Spec{Segments: *w2Segs, ChunksPerSegment: 8, RowsPerChunk: 1600, BatchesPerChunk: 1, Seed: 8})
+	if !*skipW2 {
+		b.workload(root, w2)
+		b.hotSet(root, w2)
+	}
+	if !*skipW1 {
+		rowsPerChunk := *w1MiB << 20 / 16 / 38 // about 38 bytes a row
+		w1 := b.prepare(root, "w1", datagen.Spec{Segments: 16, ChunksPerSegment: 1, RowsPerChunk: rowsPerChunk, BatchesPerChunk: 4, Seed: 10})
+		b.workload(root, w1)
+	}
+	fmt.Fprintf(&b.md, "\n%s\n", strings.Join(b.met, "\n"))
+	fmt.Print(b.md.String())
+	if *mdPath != "" {
+		if err := os.WriteFile(*mdPath, []byte(b.md.String()), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// prepare writes a dataset, keeps its files and uploads them.
+func (b *bench) prepare(root, name string, spec datagen.Spec) *dataset {
+	dir := filepath.Join(root, name)
+	stats, err := datagen.Write(dir, spec)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d := &dataset{name: name}
+	for _, s := range stats {
+		d.rows += s.Rows
+		d.sumX += s.SumX
+	}
+	filepath.WalkDir(filepath.Join(dir, "chunks"), func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			d.local = append(d.local, p)
+		}
+		return err
+	})
+	slices.Sort(d.local)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for _, p := range d.local {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		key := filepath.ToSlash(rel)
+		d.keys = append(d.keys, key)
+		d.sizes = append(d.sizes, int64(len(data)))
+		d.bytes += int64(len(data))
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := b.srv.PutObject(context.Background(), "bench", key, data); err != nil {
+				log.Fatal(err)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("dataset %s: %d objects, %.1f MiB, %d rows\n", name, len(d.keys), float64(d.bytes)/(1<<20), d.rows)
+	return d
+}
+
+// run is one timed scan.
+type run struct {
+	wall         time.Duration
+	gets, heads  int64
+	hits, chunks int64
+}
+
+// scan scans objects [lo, hi) of d: from S3 through the proxy (local
+// false) or from the local files, with cacheDir ("" none) and, if version
+// is not "", a catalog version on every row. The proxy is the same for
+// every scan: the cache keys objects by their endpoint too.
+func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheSize int64, version string) run {
+	gets0, heads0 := b.count.gets.Load(), b.count.heads.Load()
+	rows := make([]scanner.Row, 0, hi-lo)
+	var want int64 = -1
+	if lo == 0 && hi == len(d.keys) {
+		want = d.sumX
+	}
+	for i := lo; i < hi; i++ {
+		r := scanner.Row{"url": "s3://bench/" + d.keys[i], "length": d.sizes[i]}
+		if local {
+			r["url"] = d.local[i]
+		}
+		if version != "" {
+			r["version"] = version
+		}
+		rows = append(rows, r)
+	}
+	cfg := scanner.Config{Process: b.proc, Rows: rows, MaxParallelIO: 64, CacheDir: cacheDir, CacheSize: cacheSize,
+		Store: store.Options{S3Endpoint: b.proxy.URL, S3AccessKeyID: b.srv.AccessKey, S3SecretAccessKey: b.srv.SecretKey, S3Region: b.srv.Region}}
+	if local {
+		cfg.MaxParallelIO = 0 // the local default
+	}
+	start := time.Now()
+	ctx := context.Background()
+	plan, err := scanner.Bind(ctx, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := plan.Start(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var sumX atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 { // two consumers, as DuckDB's threads
+		wg.Go(func() { sumX.Add(consume(s)) })
+	}
+	wg.Wait()
+	s.Close()
+	wall := time.Since(start)
+	if want >= 0 && sumX.Load() != want {
+		log.Fatalf("%s: sum(x) %d, want %d", d.name, sumX.Load(), want)
+	}
+	st := s.Stats()
+	return run{wall: wall, gets: b.count.gets.Load() - gets0, heads: b.count.heads.Load() - heads0, hits: st.CacheHits, chunks: st.Chunks}
+}
+
+// consume takes batches of s until its end and returns their sum of x;
+// an error ends the program.
+func consume(s *scanner.Scan) int64 {
+	var total int64
+	for {
+		batch, err := s.Next()
+		if err != nil {
+			log.Fatal(err)
+		}
+		if batch == nil {
+			return total
+		}
+		x := batch.Column(0).(*array.Int64)
+		for i := range x.Len() {
+			if x.IsValid(i) {
+				total += x.Value(i)
+			}
+		}
+		batch.Consumed(batch.Record.NumRows())
+		batch.Close()
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// goal records a goal line.
+func (b *bench) goal(name string, ok bool, detail string) {
+	verdict := "not met"
+	if ok {
+		verdict = "met"
+	}
+	b.met = append(b.met, fmt.Sprintf("- **%s: %s** (%s)", name, verdict, detail))
+}
+
+// workload measures d: no cache, cold, warm with versions, warm with
+// checks, local files, interleaved.
+func (b *bench) workload(root string, d *dataset) {
+	n := len(d.keys)
+	var none, cold, coldV, warmV, warmC, local []time.Duration
+	var lastV, lastC run
+	warmDir := filepath.Join(root, d.name+"-warm")
+	warmVDir := filepath.Join(root, d.name+"-warmv")
+	// Fill the warm caches once.
+	b.scan(d, 0, n, false, warmDir, 0, "")
+	b.scan(d, 0, n, false, warmVDir, 0, "v1")
+	// The warm scans and the local one first and side by side: a cold
+	// scan's writes are still going to the disk as the next scan runs.
+	for rep := range *reps {
+		local = append(local, b.scan(d, 0, n, true, "", 0, "").wall)
+		lastV = b.scan(d, 0, n, false, warmVDir, 0, "v1")
+		warmV = append(warmV, lastV.wall)
+		lastC = b.scan(d, 0, n, false, warmDir, 0, "")
+		warmC = append(warmC, lastC.wall)
+		none = append(none, b.scan(d, 0, n, false, "", 0, "").wall)
+		coldDir := filepath.Join(root, fmt.Sprintf("%s-cold-%d", d.name, rep))
+		if rep%2 == 0 { // alternate which cold scan comes first
+			coldV = append(coldV, b.scan(d, 0, n, false, coldDir, 0, "v1").wall)
+			os.RemoveAll(coldDir)
+		}
+		cold = append(cold, b.scan(d, 0, n, false, coldDir, 0, "").wall)
+		os.RemoveAll(coldDir)
+		if rep%2 == 1 {
+			coldV = append(coldV, b.scan(d, 0, n, false, coldDir, 0, "v1").wall)
+			os.RemoveAll(coldDir)
+		}
+	}
+	diskWrite := b.diskWrite(root, d)
+	mib := float64(d.bytes) / (1 << 20)
+	speed := func(t time.Duration) float64 { return mib / t.Seconds() }
+	mNone, mCold, mColdV, mV, mC, mLocal := median(none), median(cold), median(coldV), median(warmV), median(warmC), median(local)
+	fmt.Fprintf(&b.md, "### %s: %d objects, %.1f MiB\n\n| scan | median wall | MiB/s | GETs | HEADs |\n|---|---|---|---|---|\n", strings.ToUpper(d.name), n, mib)
+	fmt.Fprintf(&b.md, "| no cache | %v | %.0f | | |\n", mNone.Round(time.Millisecond), speed(mNone))
+	fmt.Fprintf(&b.md, "| cold (filling an empty cache), default checks | %v | %.0f | | |\n", mCold.Round(time.Millisecond), speed(mCold))
+	fmt.Fprintf(&b.md, "| cold (filling an empty cache), catalog `version` | %v | %.0f | | |\n", mColdV.Round(time.Millisecond), speed(mColdV))
+	fmt.Fprintf(&b.md, "| warm, catalog `version` | %v | %.0f | %d | %d |\n", mV.Round(time.Millisecond), speed(mV), lastV.gets, lastV.heads)
+	fmt.Fprintf(&b.md, "| warm, default checks | %v | %.0f | %d | %d |\n", mC.Round(time.Millisecond), speed(mC), lastC.gets, lastC.heads)
+	fmt.Fprintf(&b.md, "| the same chunks as local files | %v | %.0f | | |\n", mLocal.Round(time.Millisecond), speed(mLocal))
+	fmt.Fprintf(&b.md, "| (reference: writing the same bytes to the cache's disk, one file per object, no sync) | %v | %.0f | | |\n\n",
+		diskWrite.Round(time.Millisecond), speed(diskWrite))
+	up := strings.ToUpper(d.name)
+	b.goal(up+" warm (version) ≥ 0.9× local files, 0 requests", speed(mV) >= 0.9*speed(mLocal) && lastV.gets+lastV.heads == 0,
+		fmt.Sprintf("%.2f× local, %d requests", speed(mV)/speed(mLocal), lastV.gets+lastV.heads))
+	checks := time.Duration((n+63)/64)*(*latency) + mLocal // whole waves of 64 HEADs
+	b.goal(up+" warm (default checks): 0 body bytes, ≤ checks' round trips + local scan", lastC.gets == 0 && mC <= checks,
+		fmt.Sprintf("%d GETs, %v against %v", lastC.gets, mC.Round(time.Millisecond), checks.Round(time.Millisecond)))
+	b.goal(up+" cold ≤ 1.05× no cache", float64(max(mCold, mColdV)) <= 1.05*float64(mNone),
+		fmt.Sprintf("%.2f× with the default checks, %.2f× with a catalog version", float64(mCold)/float64(mNone), float64(mColdV)/float64(mNone)))
+}
+
+// diskWrite times writing d's bytes as files under root (what a cold
+// scan's fills write), the reference for the cold scan's cost.
+func (b *bench) diskWrite(root string, d *dataset) time.Duration {
+	dir := filepath.Join(root, d.name+"-disk")
+	os.MkdirAll(dir, 0o755)
+	defer os.RemoveAll(dir)
+	start := time.Now()
+	for i, p := range d.local {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), data, 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+// hotSet fills a cache of a quarter of d with a hot set of half its size
+// (read twice), passes over twice the cache's size of other objects once,
+// and reports how much of the hot set is still resident.
+func (b *bench) hotSet(root string, d *dataset) {
+	size := d.bytes / 4
+	dir := filepath.Join(root, d.name+"-hot")
+	hot := 0
+	var hotBytes int64
+	for hotBytes < size/2 {
+		hotBytes += d.sizes[hot]
+		hot++
+	}
+	passEnd := hot
+	for pass := int64(0); pass < 2*size && passEnd < len(d.keys); passEnd++ {
+		pass += d.sizes[passEnd]
+	}
+	for range 2 {
+		b.scan(d, 0, hot, false, dir, size, "v1")
+	}
+	b.scan(d, hot, passEnd, false, dir, size, "v1")
+	r := b.scan(d, 0, hot, false, dir, size, "v1")
+	share := float64(r.hits) / float64(hot)
+	fmt.Fprintf(&b.md, "### Admission: cache_size %.1f MiB, hot set %d objects (%.1f MiB) read twice, then %d other objects (%.1f× cache_size) once\n\n"+
+		"The hot set's share still resident: %.0f %%.\n\n", float64(size)/(1<<20), hot, float64(hotBytes)/(1<<20), passEnd-hot,
+		float64(sumSizes(d.sizes[hot:passEnd]))/float64(size), 100*share)
+	b.goal("a pass over 2× cache_size leaves the hot set ≥ 90 % resident", share >= 0.9, fmt.Sprintf("%.0f %%", 100*share))
+}
+
+func sumSizes(s []int64) int64 {
+	var n int64
+	for _, x := range s {
+		n += x
+	}
+	return n
+}

@@ -1,0 +1,242 @@
+// Package cache tests the local cache of remote chunks (cache_dir) with the
+// real DuckDB CLI: processes sharing one directory, and a process killed
+// while it fills.
+package cache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/remote-segments/remote_segments/test/datagen"
+	"github.com/remote-segments/remote_segments/test/sqllogictest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// tools returns the CLI and the extension, failing the test when they are
+// not built.
+func tools(t *testing.T) (string, string) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	duckdb, ext := filepath.Join(root, ".tools/bin/duckdb"), filepath.Join(root, "build/release/remote_segments.duckdb_extension")
+	for _, p := range []string{duckdb, ext} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%v: run `make tools release`", err)
+		}
+	}
+	return duckdb, ext
+}
+
+// origin serves a dataset over HTTP with an ETag of each file's content, as
+// S3 does, counting the GETs; delay, if set, runs before each GET's body
+// (a test's hook to hold a fill in progress).
+type origin struct {
+	*httptest.Server
+	gets  atomic.Int64
+	delay func()
+}
+
+func serve(t *testing.T, dir string) *origin {
+	o := &origin{}
+	files := http.FileServer(http.Dir(dir))
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
+			h := sha256.Sum256(data)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
+		}
+		if r.Method == http.MethodGet {
+			o.gets.Add(1)
+			if o.delay != nil {
+				o.delay()
+			}
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(o.Close)
+	return o
+}
+
+// dataset writes a dataset by spec and returns its directory and answers.
+func dataset(t *testing.T, spec datagen.Spec) (string, []datagen.SegmentStats) {
+	dir := t.TempDir()
+	stats, err := datagen.Write(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, stats
+}
+
+// urlList is the SQL LIST of the dataset's chunk URLs at base.
+func urlList(t *testing.T, dir, base string) string {
+	var urls []string
+	filepath.WalkDir(filepath.Join(dir, "chunks"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".arrow") {
+			rel, _ := filepath.Rel(dir, p)
+			urls = append(urls, "'"+base+"/"+filepath.ToSlash(rel)+"'")
+		}
+		return err
+	})
+	if len(urls) == 0 {
+		t.Fatal("no chunk written")
+	}
+	return "[" + strings.Join(urls, ", ") + "]"
+}
+
+// query is the per-segment answer a scan of list through cacheDir prints.
+func query(ext, list, cacheDir string) string {
+	return fmt.Sprintf("LOAD '%s'; SELECT segment_id, count(*), sum(x) FROM remote_segments(%s, cache_dir := '%s', max_parallel_io := 8) GROUP BY ALL ORDER BY 1;",
+		ext, list, cacheDir)
+}
+
+// want is what query prints for the dataset of stats.
+func want(stats []datagen.SegmentStats) string {
+	var b strings.Builder
+	for _, s := range stats {
+		fmt.Fprintf(&b, "%s|%d|%d\n", s.Segment, s.Rows, s.SumX)
+	}
+	return b.String()
+}
+
+// cli returns a command running sql in a fresh DuckDB CLI.
+func cli(duckdb, sql string) *exec.Cmd {
+	h := sqllogictest.CLIHost(duckdb)
+	cmd := exec.Command(h.Path, append(append([]string{}, h.Args...), "-c", sql)...)
+	cmd.Env = append(os.Environ(), h.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// TestConcurrentCLIsShareOneDirectory: two CLIs scan the same chunks into
+// one cache directory at once; both answer right, and a third, warm, reads
+// every chunk from what they left.
+func TestConcurrentCLIsShareOneDirectory(t *testing.T) {
+	duckdb, ext := tools(t)
+	dir, stats := dataset(t, datagen.Spec{Segments: 4, ChunksPerSegment: 24, RowsPerChunk: 3000, BatchesPerChunk: 2, Seed: 11})
+	o := serve(t, dir)
+	list, cacheDir := urlList(t, dir, o.URL), t.TempDir()
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	errs := make([]error, 2)
+	for i := range outs {
+		wg.Go(func() {
+			b, err := cli(duckdb, query(ext, list, cacheDir)).CombinedOutput()
+			outs[i], errs[i] = string(b), err
+		})
+	}
+	wg.Wait()
+	for i := range outs {
+		if errs[i] != nil || outs[i] != want(stats) {
+			t.Fatalf("CLI %d: %v\n%s\nwant\n%s", i, errs[i], outs[i], want(stats))
+		}
+	}
+	o.gets.Store(0)
+	b, err := cli(duckdb, query(ext, list, cacheDir)).CombinedOutput()
+	if err != nil || string(b) != want(stats) {
+		t.Fatalf("warm CLI: %v\n%s", err, b)
+	}
+	if g := o.gets.Load(); g != 0 {
+		t.Fatalf("the warm CLI made %d GETs: the two CLIs' fills are not all usable", g)
+	}
+}
+
+// TestKilledDuringFill: a CLI killed (SIGKILL) while it fills the cache
+// leaves nothing a later scan trusts: the next CLI answers right.
+func TestKilledDuringFill(t *testing.T) {
+	duckdb, ext := tools(t)
+	dir, stats := dataset(t, datagen.Spec{Segments: 2, ChunksPerSegment: 16, RowsPerChunk: 60000, BatchesPerChunk: 2, Seed: 12})
+	o := serve(t, dir)
+	list, cacheDir := urlList(t, dir, o.URL), t.TempDir()
+	// The origin holds every GET after the 8th until the kill: the CLI is
+	// then in the middle of its scan, with fills done and fills to come.
+	release := make(chan struct{})
+	reached := make(chan struct{})
+	var once sync.Once
+	o.delay = func() {
+		if o.gets.Load() > 8 {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+	}
+	cmd := cli(duckdb, query(ext, list, cacheDir))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		close(release)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		t.Fatal("the CLI never got to its 9th GET")
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	close(release) // from now on the hook lets every GET through
+	entries := 0
+	filepath.WalkDir(cacheDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, string(filepath.Separator)+"entries"+string(filepath.Separator)) {
+			entries++
+		}
+		return err
+	})
+	if entries == 0 {
+		t.Fatal("the killed CLI left no entry: the test proves nothing about a later scan trusting them")
+	}
+	b, err := cli(duckdb, query(ext, list, cacheDir)).CombinedOutput()
+	if err != nil || string(b) != want(stats) {
+		t.Fatalf("after the kill: %v\n%s\nwant\n%s", err, b, want(stats))
+	}
+}
+
+// TestCorruptEntryRefetched: bytes flipped in the cache's entries on disk
+// (the headers left whole) are caught by their checksums: the next CLI
+// answers right and fetches those chunks again.
+func TestCorruptEntryRefetched(t *testing.T) {
+	duckdb, ext := tools(t)
+	dir, stats := dataset(t, datagen.Spec{Segments: 2, ChunksPerSegment: 4, RowsPerChunk: 5000, BatchesPerChunk: 2, Seed: 13})
+	o := serve(t, dir)
+	list, cacheDir := urlList(t, dir, o.URL), t.TempDir()
+	if b, err := cli(duckdb, query(ext, list, cacheDir)).CombinedOutput(); err != nil || string(b) != want(stats) {
+		t.Fatalf("cold CLI: %v\n%s", err, b)
+	}
+	flipped := 0
+	filepath.WalkDir(cacheDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(p, string(filepath.Separator)+"entries"+string(filepath.Separator)) {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i := 64; i < len(b); i += 101 { // past the header (cache.HeaderSize)
+			b[i] ^= 0x3c
+		}
+		flipped++
+		return os.WriteFile(p, b, 0o644)
+	})
+	if flipped == 0 {
+		t.Fatal("the cold CLI left no entry")
+	}
+	o.gets.Store(0)
+	if b, err := cli(duckdb, query(ext, list, cacheDir)).CombinedOutput(); err != nil || string(b) != want(stats) {
+		t.Fatalf("CLI after the flips: %v\n%s\nwant\n%s", err, b, want(stats))
+	}
+	if o.gets.Load() == 0 {
+		t.Fatal("no GET after every entry was corrupted: the corrupt bytes were served")
+	}
+}
