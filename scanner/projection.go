@@ -71,8 +71,8 @@ func (s *Scan) planProjection(fields []int) bool {
 	}
 	s.ipcPlan = s.plan.readPlan
 	largest := int64(-1)
-	for i := range s.plan.Chunks {
-		largest = max(largest, s.plan.Chunks[i].WireLength())
+	for i := range s.plan.Chunks.Len() {
+		largest = max(largest, s.plan.Chunks.WireLength(i))
 	}
 	if largest < 0 {
 		return false // no length known: every chunk is read whole

@@ -78,20 +78,30 @@ type Row map[string]any
 // (the catalog's own URL or path). A catalog of more than DefaultMaxChunks
 // rows fails with ErrTooLarge. Every error is a *Error.
 func Parse(data []byte, format Format, base string) ([]Chunk, error) {
-	return parse(data, format, base, DefaultMaxChunks)
+	l, err := parse(data, format, base, DefaultMaxChunks, nil)
+	if err != nil {
+		return nil, err
+	}
+	return l.Slice(), nil
 }
 
-// parse is Parse with a bound on the rows, checked as they are read.
-func parse(data []byte, format Format, base string, maxRows int) ([]Chunk, error) {
-	var rows []Row
+// parse is Parse into a List, with a bound on the rows, checked as they
+// are read, and keep (nil: every row) applied to each row as it is read.
+//
+// No rows is an error wrapping ErrNoChunks, not an empty scan: the scan's
+// columns are those of its first chunk, so a catalog with no row (an
+// empty file, a CSV header alone, [], a Parquet file of no rows) leaves
+// them unknown, and a query naming a column could not even be bound.
+func parse(data []byte, format Format, base string, maxRows int, keep func(*Chunk) bool) (*List, error) {
+	b := newListBuilder(base, base, keep, maxRows)
 	var err error
 	switch format {
 	case Parquet:
-		rows, err = parquetRows(data, maxRows)
+		err = parquetRows(data, b)
 	case CSV:
-		rows, err = csvRows(data, maxRows)
+		err = csvRows(data, b.add)
 	case JSON:
-		rows, err = jsonRows(data, maxRows)
+		err = jsonRows(data, b.add)
 	default:
 		err = fmt.Errorf("unknown catalog format %d", format)
 	}
@@ -103,72 +113,30 @@ func parse(data []byte, format Format, base string, maxRows int) ([]Chunk, error
 		}
 		return nil, &Error{Catalog: base, Row: -1, Err: fmt.Errorf("%w: %v", ErrMalformed, err)}
 	}
-	return FromRows(rows, base, base)
+	return b.finish()
 }
 
-// FromRows turns catalog rows into chunks; relative URLs resolve
-// against base ("" means they must be absolute). name names the catalog in
-// errors.
-//
-// No rows is an error wrapping ErrNoChunks, not an empty scan: the scan's
-// columns are those of its first chunk, so a catalog with no row (an
-// empty file, a CSV header alone, [], a Parquet file of no rows) leaves
-// them unknown, and a query naming a column could not even be bound.
-func FromRows(rows []Row, base, name string) ([]Chunk, error) {
-	if len(rows) == 0 {
-		return nil, &Error{Catalog: name, Row: -1,
-			Err: fmt.Errorf("%w: the catalog has no rows, so there is no chunk to take the scan's columns from", ErrNoChunks)}
-	}
-	out := make([]Chunk, len(rows))
-	for i, r := range rows {
-		c, err := chunkFromRow(r, base)
-		if err != nil {
-			return nil, &Error{Catalog: name, Row: i, Err: fmt.Errorf("%w: %v", ErrMalformed, err)}
-		}
-		c.Row = i
-		out[i] = c
-	}
-	return out, nil
+// FromRows makes the list of catalog rows; relative URLs resolve against
+// base ("" means they must be absolute). name names the catalog in errors,
+// which are *Error naming the row.
+func FromRows(rows []Row, base, name string) (*List, error) {
+	return fromRows(rows, base, name, nil, DefaultMaxChunks)
 }
 
-func chunkFromRow(r Row, base string) (Chunk, error) {
-	c := Chunk{Length: -1, Size: -1, NumRows: -1, DecodedBytes: -1}
-	u, ok := r[colURL]
-	if !ok || u == nil {
-		return c, fmt.Errorf("no %q", colURL)
-	}
-	s, ok := u.(string)
-	if !ok {
-		return c, fmt.Errorf("%q is %T, not a string", colURL, u)
-	}
-	if strings.TrimSpace(s) == "" {
-		return c, fmt.Errorf("%q is empty", colURL)
-	}
-	var err error
-	if c.URL, err = resolveURL(base, s); err != nil {
-		return c, err
-	}
-	c.SegmentID, err = textField(r, colSegmentID, segmentOf(c.URL))
-	if err != nil {
-		return c, err
-	}
-	c.ChunkID, err = textField(r, colChunkID, chunkIDOf(c.URL))
-	if err != nil {
-		return c, err
-	}
-	for _, f := range []struct {
-		name string
-		dst  *int64
-		def  int64
-	}{{colOffset, &c.Offset, 0}, {colLength, &c.Length, -1}, {colNumRows, &c.NumRows, -1}, {colDecodedBytes, &c.DecodedBytes, -1}} {
-		if *f.dst, err = intField(r, f.name, f.def); err != nil {
-			return c, err
+// fromRows is FromRows with Source's Keep and a bound on the rows.
+func fromRows(rows []Row, base, name string, keep func(*Chunk) bool, maxRows int) (*List, error) {
+	b := newListBuilder(base, name, keep, maxRows)
+	b.grow(len(rows))
+	for _, r := range rows {
+		if err := b.add(r); err != nil {
+			var ce *Error
+			if errors.As(err, &ce) {
+				ce.Catalog = name
+			}
+			return nil, err
 		}
 	}
-	if c.Length == 0 {
-		return c, fmt.Errorf("%q is 0: a chunk has at least one byte", colLength)
-	}
-	return c, nil
+	return b.finish()
 }
 
 func textField(r Row, name, def string) (string, error) {
@@ -262,14 +230,15 @@ func resolveURL(base, ref string) (string, error) {
 // no line ends) and is refused before the CSV reader copies it.
 const maxCSVLine = 1 << 20
 
-func csvRows(data []byte, maxRows int) ([]Row, error) {
+// csvRows hands each row of a CSV catalog to add, in one map it reuses.
+func csvRows(data []byte, add func(Row) error) error {
 	for line, rest := 1, data; len(rest) > 0; line++ {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			i = len(rest)
 		}
 		if n := len(bytes.TrimSuffix(rest[:i], []byte("\r"))); n > maxCSVLine {
-			return nil, fmt.Errorf("CSV line %d is longer than %d bytes (the most a catalog line may have)", line, maxCSVLine)
+			return fmt.Errorf("CSV line %d is longer than %d bytes (the most a catalog line may have)", line, maxCSVLine)
 		}
 		rest = rest[min(i+1, len(rest)):]
 	}
@@ -278,28 +247,25 @@ func csvRows(data []byte, maxRows int) ([]Row, error) {
 	r.ReuseRecord = true
 	header, err := r.Read()
 	if err == io.EOF {
-		return nil, nil // no header (the file is empty or blank): no rows
+		return nil // no header (the file is empty or blank): no rows
 	}
 	if err != nil {
-		return nil, fmt.Errorf("CSV header: %v", err)
+		return fmt.Errorf("CSV header: %v", err)
 	}
 	header = slices.Clone(header)
 	for i := range header {
 		header[i] = strings.TrimSpace(strings.TrimPrefix(header[i], "\ufeff"))
 	}
-	var rows []Row
-	for {
+	row := Row{}
+	for n := 0; ; n++ {
 		rec, err := r.Read()
 		if err == io.EOF {
-			return rows, nil
+			return nil
 		}
 		if err != nil {
-			return nil, &Error{Row: len(rows), Err: fmt.Errorf("%w: CSV: %v", ErrMalformed, err)}
+			return &Error{Row: n, Err: fmt.Errorf("%w: CSV: %v", ErrMalformed, err)}
 		}
-		if len(rows) == maxRows {
-			return nil, tooManyRows(maxRows)
-		}
-		row := Row{}
+		clear(row)
 		for i, v := range rec {
 			// An empty cell is an absent value, except for url, which
 			// every row needs: there it is an empty url.
@@ -307,7 +273,9 @@ func csvRows(data []byte, maxRows int) ([]Row, error) {
 				row[header[i]] = v
 			}
 		}
-		rows = append(rows, row)
+		if err := add(row); err != nil {
+			return err
+		}
 	}
 }
 
@@ -317,58 +285,51 @@ func tooManyRows(maxRows int) error {
 }
 
 // jsonRows reads one array of objects, or one object per line, decoding
-// one object at a time so that the row bound holds before a row is made.
-// encoding/json refuses values nested deeper than 10000 levels, and every
-// value it makes is smaller than its text: the file's size bounds them.
-func jsonRows(data []byte, maxRows int) ([]Row, error) {
+// one object at a time and handing it to add, so that a row is checked
+// (and the row bound holds) before the next is decoded. encoding/json
+// refuses values nested deeper than 10000 levels, and every value it makes
+// is smaller than its text: the file's size bounds them.
+func jsonRows(data []byte, add func(Row) error) error {
 	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\ufeff")))
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
-	var raw []map[string]any
 	array := bytes.HasPrefix(trimmed, []byte("["))
 	if array {
 		if _, err := dec.Token(); err != nil {
-			return nil, fmt.Errorf("JSON: %v", err)
+			return fmt.Errorf("JSON: %v", err)
 		}
 	}
-	for dec.More() {
-		if len(raw) == maxRows {
-			return nil, tooManyRows(maxRows)
-		}
+	for n := 0; dec.More(); n++ {
 		var m map[string]any
 		if err := dec.Decode(&m); err != nil {
 			if array {
-				return nil, fmt.Errorf("JSON: %v", err)
+				return fmt.Errorf("JSON: %v", err)
 			}
-			return nil, &Error{Row: len(raw), Err: fmt.Errorf("%w: JSON: %v", ErrMalformed, err)}
+			return &Error{Row: n, Err: fmt.Errorf("%w: JSON: %v", ErrMalformed, err)}
 		}
-		raw = append(raw, m)
+		if m == nil {
+			return &Error{Row: n, Err: fmt.Errorf("%w: JSON: not an object", ErrMalformed)}
+		}
+		for k, v := range m {
+			if num, ok := v.(json.Number); ok {
+				if iv, err := num.Int64(); err == nil {
+					m[k] = iv
+				} else if fv, err := num.Float64(); err == nil {
+					m[k] = fv
+				}
+			}
+		}
+		if err := add(m); err != nil {
+			return err
+		}
 	}
 	if array {
 		if _, err := dec.Token(); err != nil {
-			return nil, fmt.Errorf("JSON: %v", err)
+			return fmt.Errorf("JSON: %v", err)
 		}
 		if _, err := dec.Token(); err != io.EOF {
-			return nil, fmt.Errorf("JSON: data after the array")
+			return fmt.Errorf("JSON: data after the array")
 		}
 	}
-	rows := make([]Row, len(raw))
-	for i, m := range raw {
-		if m == nil {
-			return nil, &Error{Row: i, Err: fmt.Errorf("%w: JSON: not an object", ErrMalformed)}
-		}
-		row := Row{}
-		for k, v := range m {
-			if n, ok := v.(json.Number); ok {
-				if iv, err := n.Int64(); err == nil {
-					v = iv
-				} else if fv, err := n.Float64(); err == nil {
-					v = fv
-				}
-			}
-			row[k] = v
-		}
-		rows[i] = row
-	}
-	return rows, nil
+	return nil
 }

@@ -1,0 +1,39 @@
+package scanner
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkCatalogFirstRow binds a scan of the catalog file named by
+// RS_BENCH_CATALOG and takes its first batch.
+func BenchmarkCatalogFirstRow(b *testing.B) {
+	cat := os.Getenv("RS_BENCH_CATALOG")
+	if cat == "" {
+		b.Skip("RS_BENCH_CATALOG not set")
+	}
+	proc := testProcess(b)
+	for b.Loop() {
+		plan, err := Bind(context.Background(), Config{Source: cat, Process: proc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		scan, err := plan.Start(context.Background(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bt, err := scan.Next()
+		if err != nil || bt == nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc)/float64(plan.Chunks.Len()), "live-B/chunk")
+		b.ReportMetric(float64(ms.HeapSys)/float64(plan.Chunks.Len()), "sys-B/chunk")
+		bt.Close()
+		scan.Close()
+	}
+}
