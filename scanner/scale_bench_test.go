@@ -37,3 +37,23 @@ func BenchmarkCatalogFirstRow(b *testing.B) {
 		scan.Close()
 	}
 }
+
+func BenchmarkCatalogBind(b *testing.B) {
+	cat := os.Getenv("RS_BENCH_CATALOG")
+	if cat == "" {
+		b.Skip("RS_BENCH_CATALOG not set")
+	}
+	proc := testProcess(b)
+	for b.Loop() {
+		plan, err := Bind(context.Background(), Config{Source: cat, Process: proc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapSys)/float64(plan.Chunks.Len()), "sys-B/chunk")
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc)/float64(plan.Chunks.Len()), "live-B/chunk")
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet"
 )
 
 // ErrMalformed is wrapped by every error about a catalog's content.
@@ -46,6 +48,34 @@ const (
 	colNumRows      = "num_rows"
 	colDecodedBytes = "decoded_bytes"
 )
+
+// The catalog's columns by position in a row of cells.
+const (
+	iURL = iota
+	iSegmentID
+	iChunkID
+	iOffset
+	iLength
+	iNumRows
+	iDecodedBytes
+	numColumns
+)
+
+// columnNames is the name of each column position.
+var columnNames = [numColumns]string{colURL, colSegmentID, colChunkID, colOffset, colLength, colNumRows, colDecodedBytes}
+
+// columnIndex is the position of catalog column name, or -1.
+func columnIndex(name string) int {
+	for i, n := range columnNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// cells is one catalog row: a cell per column position.
+type cells [numColumns]cell
 
 // Format is the encoding of a catalog file.
 type Format int
@@ -139,52 +169,89 @@ func fromRows(rows []Row, base, name string, keep func(*Chunk) bool, maxRows int
 	return b.finish()
 }
 
-func textField(r Row, name, def string) (string, error) {
-	v, ok := r[name]
-	if !ok || v == nil {
-		return def, nil
-	}
-	switch v := v.(type) {
-	case string:
-		return v, nil
-	case int64:
-		return strconv.FormatInt(v, 10), nil
-	case uint64:
-		return strconv.FormatUint(v, 10), nil
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-			return strconv.FormatInt(int64(v), 10), nil
-		}
-	}
-	return "", fmt.Errorf("%q is %v (%T), not a string or an integer", name, v, v)
+// cell is one catalog value: a decoded Parquet value, or a value of a
+// row map (raw holds one of a type a catalog does not use, for its error).
+type cell struct {
+	v   parquet.Value
+	raw any
 }
 
-func intField(r Row, name string, def int64) (int64, error) {
-	v, ok := r[name]
-	if !ok || v == nil {
+// cellOf is the cell of a row map's value.
+func cellOf(v any) cell {
+	switch v := v.(type) {
+	case nil:
+		return cell{}
+	case string:
+		return cell{v: parquet.Value{Kind: parquet.KindString, Str: v}}
+	case int64:
+		return cell{v: parquet.Value{Kind: parquet.KindInt, Int: v}}
+	case uint64:
+		return cell{v: parquet.Value{Kind: parquet.KindUint, Int: int64(v)}}
+	case float64:
+		return cell{v: parquet.Value{Kind: parquet.KindFloat, Float: v}}
+	}
+	return cell{v: parquet.Value{Kind: parquet.KindUnsupported}, raw: v}
+}
+
+func (c *cell) null() bool { return c.v.Kind == parquet.KindNull }
+
+// any is the cell's value as its errors show it.
+func (c *cell) any() any {
+	if c.raw != nil {
+		return c.raw
+	}
+	return c.v.Any()
+}
+
+// textField is c as text (an integer in decimal), or def if it is NULL.
+// The text may be a view of the catalog's bytes: the caller copies what
+// it keeps.
+func textField(c *cell, name, def string) (string, error) {
+	switch v := c.v; v.Kind {
+	case parquet.KindNull:
+		return def, nil
+	case parquet.KindString:
+		return v.Str, nil
+	case parquet.KindInt:
+		return strconv.FormatInt(v.Int, 10), nil
+	case parquet.KindUint:
+		return strconv.FormatUint(uint64(v.Int), 10), nil
+	case parquet.KindFloat:
+		if v.Float == math.Trunc(v.Float) && math.Abs(v.Float) < 1<<53 {
+			return strconv.FormatInt(int64(v.Float), 10), nil
+		}
+	}
+	return "", fmt.Errorf("%q is %v (%T), not a string or an integer", name, c.any(), c.any())
+}
+
+// intField is c as a non-negative integer, or def if it is NULL.
+func intField(c *cell, name string, def int64) (int64, error) {
+	if c.v.Kind == parquet.KindNull {
 		return def, nil
 	}
 	var n int64
-	switch v := v.(type) {
-	case int64:
-		n = v
-	case uint64:
-		if v > math.MaxInt64 {
-			return 0, fmt.Errorf("%q is %d, too large", name, v)
+	switch v := c.v; v.Kind {
+	case parquet.KindNull:
+		return def, nil
+	case parquet.KindInt:
+		n = v.Int
+	case parquet.KindUint:
+		if uint64(v.Int) > math.MaxInt64 {
+			return 0, fmt.Errorf("%q is %d, too large", name, uint64(v.Int))
 		}
-		n = int64(v)
-	case float64:
-		if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
-			return 0, fmt.Errorf("%q is %v, not an integer", name, v)
+		n = v.Int
+	case parquet.KindFloat:
+		if v.Float != math.Trunc(v.Float) || math.Abs(v.Float) >= 1<<53 {
+			return 0, fmt.Errorf("%q is %v, not an integer", name, v.Float)
 		}
-		n = int64(v)
-	case string:
+		n = int64(v.Float)
+	case parquet.KindString:
 		var err error
-		if n, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
-			return 0, fmt.Errorf("%q is %q, not an integer", name, v)
+		if n, err = strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64); err != nil {
+			return 0, fmt.Errorf("%q is %q, not an integer", name, v.Str)
 		}
 	default:
-		return 0, fmt.Errorf("%q is %T, not an integer", name, v)
+		return 0, fmt.Errorf("%q is %T, not an integer", name, c.any())
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("%q is %d, negative", name, n)

@@ -6,84 +6,152 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet"
 )
 
 // List is a source's chunks in catalog order, held compactly: a scan of
-// millions of chunks keeps them from bind to close, so a chunk is a
-// fixed-size entry (its numbers and indexes) and the bytes that are its
-// own (the URL's object name, a chunk id the catalog gives); the rest of a
-// URL (its "folder", shared by the chunks beside it) and the segment ids
-// are held once. At makes a Chunk of an entry when the scan needs one.
+// millions of chunks keeps them from bind to close. A chunk is a
+// fixed-size reference (ref: indexes and text positions) and its numbers,
+// column by column, a column that no row sets (a catalog without
+// offsets, say) costing nothing; the bytes that are a chunk's own (the
+// URL's object name, a chunk id the catalog gives) are in one text, and
+// the rest of a URL (its "folder", shared by the chunks beside it) and the
+// segment ids are held once. At makes a Chunk when the scan needs one.
 //
 // A List is read-only once made; its methods are safe for concurrent use.
 type List struct {
-	entries  []entry
-	text     []byte   // the entries' URL tails and chunk ids, one after the other
+	refs     []ref
+	rows     []uint32 // catalog row of each chunk; nil: chunk i is row i
+	offset   intColumn
+	length   intColumn // a listing's object size, for a chunk with flagSized
+	numRows  intColumn
+	decoded  intColumn
+	text     []byte   // the chunks' URL tails and chunk ids
 	prefixes []string // URLs up to and including the last '/' of their path
 	segments []string // segment ids, each once
 	first    Chunk    // the source's first row, whether Keep kept it or not
-	dropped  int      // rows Keep refused
+	dropped  int      // rows Keep or Select dropped
 }
 
-// entry is one chunk of a List.
-type entry struct {
-	offset, length, numRows, decoded int64
-	row                              uint32
-	prefix                           uint32 // index into prefixes, with the flags below
-	segment                          uint32 // index into segments
-	tail, id, end                    uint32 // text[tail:id] ends the URL; text[id:end] is the chunk id
+// ref is what a chunk of a List has of its own besides its numbers.
+type ref struct {
+	prefix         uint32 // index into prefixes, with the flags below
+	segment        uint32 // index into segments
+	tail, id       uint32 // text[tail:tail+tailLen] ends the URL; text[id:id+idLen] is the chunk id
+	tailLen, idLen uint16
 }
 
-// Flags in entry.prefix.
+// intColumn is a List's column of one number: nil vals until a chunk has
+// another value than def.
+type intColumn struct {
+	vals []int64
+	def  int64
+}
+
+func (c *intColumn) at(i int) int64 {
+	if c.vals == nil {
+		return c.def
+	}
+	return c.vals[i]
+}
+
+// set gives chunk i (the last, or one past it) value v; capacity is the
+// chunks expected in all, for the first allocation.
+func (c *intColumn) set(i int, v int64, capacity int) {
+	if c.vals == nil {
+		if v == c.def {
+			return
+		}
+		c.vals = make([]int64, i, max(i+1, capacity))
+		for k := range c.vals {
+			c.vals[k] = c.def
+		}
+	}
+	c.vals = append(c.vals[:i], v)
+}
+
+// truncate keeps the values of the first n chunks.
+func (c *intColumn) truncate(n int) {
+	if len(c.vals) > n {
+		c.vals = c.vals[:n]
+	}
+}
+
+// pick is the column of the chunks at indexes.
+func (c *intColumn) pick(indexes []int) intColumn {
+	out := intColumn{def: c.def}
+	if c.vals != nil {
+		out.vals = make([]int64, len(indexes))
+		for k, i := range indexes {
+			out.vals[k] = c.vals[i]
+		}
+	}
+	return out
+}
+
+// maxText is the most bytes of a URL's object name (with its query) or of
+// a chunk id: a ref holds their lengths in 16 bits.
+const maxText = math.MaxUint16
+
+// Flags in ref.prefix.
 const (
 	// flagIDFromURL: the chunk id is the URL's object name (chunkIDOf),
-	// not text[id:end].
+	// not text[id:id+idLen].
 	flagIDFromURL = 1 << 30
-	// flagSized: length is the object's size as a listing gave it (the
-	// chunk is the whole object), not a byte range from a catalog.
+	// flagSized: the length column holds the object's size as a listing
+	// gave it (the chunk is the whole object), not a range's length.
 	flagSized  = 1 << 31
 	prefixMask = 1<<30 - 1
 )
 
 // Len is the number of chunks.
-func (l *List) Len() int { return len(l.entries) }
+func (l *List) Len() int { return len(l.refs) }
 
 // At returns chunk i (0 ≤ i < Len()).
 func (l *List) At(i int) Chunk {
-	e := &l.entries[i]
-	c := Chunk{URL: l.prefixes[e.prefix&prefixMask] + string(l.text[e.tail:e.id]), SegmentID: l.segments[e.segment],
-		Offset: e.offset, Length: e.length, Size: -1, NumRows: e.numRows, DecodedBytes: e.decoded, Row: int(e.row)}
+	e := &l.refs[i]
+	c := Chunk{URL: l.prefixes[e.prefix&prefixMask] + string(l.text[e.tail:e.tail+uint32(e.tailLen)]), SegmentID: l.segments[e.segment],
+		Offset: l.offset.at(i), Length: l.length.at(i), Size: -1, NumRows: l.numRows.at(i), DecodedBytes: l.decoded.at(i), Row: l.Row(i)}
 	if e.prefix&flagSized != 0 {
-		c.Length, c.Size = -1, e.length
+		c.Length, c.Size = -1, c.Length
 	}
 	if e.prefix&flagIDFromURL != 0 {
 		c.ChunkID = chunkIDOf(c.URL)
 	} else {
-		c.ChunkID = string(l.text[e.id:e.end])
+		c.ChunkID = string(l.text[e.id : e.id+uint32(e.idLen)])
 	}
 	return c
 }
 
 // WireLength is At(i).WireLength(), without making the chunk.
 func (l *List) WireLength(i int) int64 {
-	e := &l.entries[i]
-	if e.prefix&flagSized != 0 {
-		return e.length - e.offset
+	n := l.length.at(i)
+	if l.refs[i].prefix&flagSized != 0 {
+		return n - l.offset.at(i)
 	}
-	return e.length
+	return n
 }
 
 // NumRows is At(i).NumRows, without making the chunk.
-func (l *List) NumRows(i int) int64 { return l.entries[i].numRows }
+func (l *List) NumRows(i int) int64 { return l.numRows.at(i) }
 
 // Row is At(i).Row, without making the chunk.
-func (l *List) Row(i int) int { return int(l.entries[i].row) }
+func (l *List) Row(i int) int {
+	if l.rows == nil {
+		return i
+	}
+	return int(l.rows[i])
+}
 
 // IndexOfRow is the index of the chunk of catalog row row, if the list
 // holds it.
 func (l *List) IndexOfRow(row int) (int, bool) {
-	i := sort.Search(len(l.entries), func(i int) bool { return int(l.entries[i].row) >= row })
-	return i, i < len(l.entries) && int(l.entries[i].row) == row
+	if l.rows == nil {
+		return row, row >= 0 && row < len(l.refs)
+	}
+	i := sort.Search(len(l.rows), func(i int) bool { return int(l.rows[i]) >= row })
+	return i, i < len(l.rows) && int(l.rows[i]) == row
 }
 
 // HasRow reports whether the list holds the chunk of catalog row row.
@@ -95,7 +163,7 @@ func (l *List) HasRow(row int) bool {
 // All yields every chunk with its index, in order.
 func (l *List) All() iter.Seq2[int, Chunk] {
 	return func(yield func(int, Chunk) bool) {
-		for i := range l.entries {
+		for i := range l.refs {
 			if !yield(i, l.At(i)) {
 				return
 			}
@@ -106,7 +174,7 @@ func (l *List) All() iter.Seq2[int, Chunk] {
 // Slice returns every chunk as a slice: for callers that need them all at
 // once anyway (a listing of the chunks, tests).
 func (l *List) Slice() []Chunk {
-	out := make([]Chunk, len(l.entries))
+	out := make([]Chunk, len(l.refs))
 	for i := range out {
 		out[i] = l.At(i)
 	}
@@ -123,16 +191,29 @@ func (l *List) Dropped() int { return l.dropped }
 // Select returns the list of the chunks keep returns true for (sharing
 // this list's bytes; this list is unchanged).
 func (l *List) Select(keep func(c *Chunk) bool) *List {
-	out := *l
-	out.entries = nil
-	for i := range l.entries {
+	var picked []int
+	for i := range l.refs {
 		if c := l.At(i); keep(&c) {
-			out.entries = append(out.entries, l.entries[i])
+			picked = append(picked, i)
 		}
 	}
-	out.entries = out.entries[:len(out.entries):len(out.entries)]
-	out.dropped += len(l.entries) - len(out.entries)
-	return &out
+	out := &List{text: l.text, prefixes: l.prefixes, segments: l.segments, first: l.first,
+		dropped: l.dropped + len(l.refs) - len(picked)}
+	out.refs = make([]ref, len(picked))
+	out.rows = make([]uint32, len(picked))
+	for k, i := range picked {
+		out.refs[k], out.rows[k] = l.refs[i], uint32(l.Row(i))
+	}
+	out.offset, out.length = l.offset.pick(picked), l.length.pick(picked)
+	out.numRows, out.decoded = l.numRows.pick(picked), l.decoded.pick(picked)
+	return out
+}
+
+// entry is one chunk as the builder makes it, before push stores it.
+type entry struct {
+	ref
+	row                              int
+	offset, length, numRows, decoded int64
 }
 
 // listBuilder makes a List row by row, resolving each row's URL against
@@ -140,12 +221,13 @@ func (l *List) Select(keep func(c *Chunk) bool) *List {
 // resolved "folder" of a URL is looked up by the folder as the row wrote
 // it, so a row costs one map lookup, not a URL parse.
 type listBuilder struct {
-	list    List
-	base    string              // what relative URLs resolve against ("": they must be absolute)
-	name    string              // the catalog, for errors
-	keep    func(c *Chunk) bool // nil: keep every row
-	maxRows int
-	rows    int // rows added, kept or not
+	list     List
+	base     string              // what relative URLs resolve against ("": they must be absolute)
+	name     string              // the catalog, for errors
+	keep     func(c *Chunk) bool // nil: keep every row
+	maxRows  int
+	rows     int // rows added, kept or not
+	capacity int // the chunks expected in all (grow), 0 if unknown
 
 	folders   map[string]uint32 // a URL's folder as written (or "\x00" + resolved) → prefix index
 	prefixSeg []int64           // prefix index → its derived segment index (-1: not yet)
@@ -153,18 +235,26 @@ type listBuilder struct {
 	lastSeg   string // the last segment id interned, and its index: rows of a segment come together
 	lastIndex uint32
 	hasLast   bool
+	// The last URL tail stored, and its prefix: the next row often names
+	// the same object.
+	lastPrefix uint32
+	lastTail   textRef
+	hasTail    bool
 }
 
 func newListBuilder(base, name string, keep func(*Chunk) bool, maxRows int) *listBuilder {
-	return &listBuilder{base: base, name: name, keep: keep, maxRows: maxRows,
+	b := &listBuilder{base: base, name: name, keep: keep, maxRows: maxRows,
 		folders: map[string]uint32{}, segIndex: map[string]uint32{}}
+	b.list.offset.def, b.list.length.def, b.list.numRows.def, b.list.decoded.def = 0, -1, -1, -1
+	return b
 }
 
 // grow makes room for n more rows, so that a large catalog is not copied
 // as its list grows: each copy would hold the old and the new at once.
 func (b *listBuilder) grow(n int) {
 	if b.keep == nil && n > 0 {
-		b.list.entries = growCap(b.list.entries, n)
+		b.list.refs = growCap(b.list.refs, n)
+		b.capacity = len(b.list.refs) + n
 	}
 }
 
@@ -188,6 +278,15 @@ func growCap[T any](s []T, n int) []T {
 
 // add appends catalog row r. Its error names the row.
 func (b *listBuilder) add(r Row) error {
+	var c cells
+	for i, name := range columnNames {
+		c[i] = cellOf(r[name])
+	}
+	return b.addCells(&c)
+}
+
+// addCells appends the catalog row of cells r. Its error names the row.
+func (b *listBuilder) addCells(r *cells) error {
 	row := b.rows
 	if row == b.maxRows {
 		return tooManyRows(b.maxRows)
@@ -199,30 +298,30 @@ func (b *listBuilder) add(r Row) error {
 	return nil
 }
 
-func (b *listBuilder) addRow(r Row, row int) error {
-	u, ok := r[colURL]
-	if !ok || u == nil {
+func (b *listBuilder) addRow(r *cells, row int) error {
+	u := r[iURL]
+	if u.null() {
 		return fmt.Errorf("no %q", colURL)
 	}
-	ref, ok := u.(string)
-	if !ok {
-		return fmt.Errorf("%q is %T, not a string", colURL, u)
+	if u.v.Kind != parquet.KindString {
+		return fmt.Errorf("%q is %T, not a string", colURL, u.any())
 	}
-	if strings.TrimSpace(ref) == "" {
+	raw := u.v.Str
+	if strings.TrimSpace(raw) == "" {
 		return fmt.Errorf("%q is empty", colURL)
 	}
 	l := &b.list
 	textLen := len(l.text)
-	prefix, tail, err := b.resolve(ref)
+	prefix, tail, err := b.resolve(raw)
 	if err != nil {
 		return err
 	}
-	e := entry{row: uint32(row), prefix: prefix, length: -1, numRows: -1, decoded: -1}
-	e.tail = uint32(len(l.text))
-	l.text = append(l.text, tail...)
-	e.id = uint32(len(l.text))
-	if v, given := r[colSegmentID]; given && v != nil {
-		s, err := textField(r, colSegmentID, "")
+	e := entry{row: row, ref: ref{prefix: prefix}, length: -1, numRows: -1, decoded: -1}
+	prefix, tail = b.split(prefix, func() string { return l.prefixes[prefix] + tail }, tail)
+	e.prefix = prefix
+	e.tail, e.tailLen = b.urlTail(prefix, tail)
+	if c := r[iSegmentID]; !c.null() {
+		s, err := textField(&c, colSegmentID, "")
 		if err != nil {
 			return err
 		}
@@ -230,24 +329,34 @@ func (b *listBuilder) addRow(r Row, row int) error {
 	} else {
 		e.segment = b.folderSegment(prefix, tail)
 	}
-	if v, given := r[colChunkID]; given && v != nil {
-		s, err := textField(r, colChunkID, "")
+	if c := r[iChunkID]; !c.null() {
+		s, err := textField(&c, colChunkID, "")
 		if err != nil {
 			return err
 		}
-		l.text = append(l.text, s...)
+		switch {
+		case tail != "" && s == chunkIDOf(tail) && !strings.ContainsRune(cutQuery(tail), '/'):
+			e.prefix |= flagIDFromURL // the catalog repeats the object's name
+		case len(s) > maxText:
+			return fmt.Errorf("%q is %d bytes, more than %d", colChunkID, len(s), maxText)
+		default:
+			e.id, e.idLen = uint32(len(l.text)), uint16(len(s))
+			l.text = append(l.text, s...)
+		}
 	} else {
 		e.prefix |= flagIDFromURL
 	}
-	e.end = uint32(len(l.text))
-	for _, f := range []struct {
-		name string
-		dst  *int64
-		def  int64
-	}{{colOffset, &e.offset, 0}, {colLength, &e.length, -1}, {colNumRows, &e.numRows, -1}, {colDecodedBytes, &e.decoded, -1}} {
-		if *f.dst, err = intField(r, f.name, f.def); err != nil {
-			return err
-		}
+	if e.offset, err = intField(&r[iOffset], colOffset, 0); err != nil {
+		return err
+	}
+	if e.length, err = intField(&r[iLength], colLength, -1); err != nil {
+		return err
+	}
+	if e.numRows, err = intField(&r[iNumRows], colNumRows, -1); err != nil {
+		return err
+	}
+	if e.decoded, err = intField(&r[iDecodedBytes], colDecodedBytes, -1); err != nil {
+		return err
 	}
 	if e.length == 0 {
 		return fmt.Errorf("%q is 0: a chunk has at least one byte", colLength)
@@ -259,22 +368,46 @@ func (b *listBuilder) addRow(r Row, row int) error {
 	return nil
 }
 
-// push appends e unless Keep refuses it (then its text, from textLen, is
+// push stores e unless Keep refuses it (then its text, from textLen, is
 // dropped too); the first row is kept aside either way.
 func (b *listBuilder) push(e entry, textLen int) {
 	l := &b.list
-	l.entries = append(l.entries, e)
+	i := len(l.refs)
+	l.refs = append(l.refs, e.ref)
+	if l.rows != nil {
+		l.rows = append(l.rows, uint32(e.row))
+	}
+	l.offset.set(i, e.offset, b.capacity)
+	l.length.set(i, e.length, b.capacity)
+	l.numRows.set(i, e.numRows, b.capacity)
+	l.decoded.set(i, e.decoded, b.capacity)
 	if b.keep == nil && e.row != 0 {
 		return
 	}
-	c := l.At(len(l.entries) - 1)
+	c := l.At(i)
 	if e.row == 0 {
 		l.first = c
 	}
-	if b.keep != nil && !b.keep(&c) {
-		l.entries = l.entries[:len(l.entries)-1]
-		l.text = l.text[:textLen]
-		l.dropped++
+	if b.keep == nil || b.keep(&c) {
+		return
+	}
+	l.refs = l.refs[:i]
+	for _, col := range []*intColumn{&l.offset, &l.length, &l.numRows, &l.decoded} {
+		col.truncate(i)
+	}
+	l.text = l.text[:textLen]
+	if b.lastTail.at >= uint32(textLen) {
+		b.hasTail = false // its text is gone
+	}
+	l.dropped++
+	if l.rows == nil {
+		// From now on chunk i is not row i: number the rows.
+		l.rows = make([]uint32, i, max(i, b.capacity/8))
+		for k := range l.rows {
+			l.rows[k] = uint32(k)
+		}
+	} else {
+		l.rows = l.rows[:i]
 	}
 }
 
@@ -289,13 +422,43 @@ func (b *listBuilder) addObject(u string, size int64) error {
 	textLen := len(l.text)
 	k := strings.LastIndexByte(cutQuery(u), '/') + 1
 	prefix := b.prefix("\x00"+u[:k], func() (string, error) { return u[:k], nil })
-	e := entry{row: uint32(row), prefix: prefix | flagIDFromURL | flagSized, length: size, numRows: -1, decoded: -1}
-	e.tail = uint32(len(l.text))
-	l.text = append(l.text, u[k:]...)
-	e.id, e.end = uint32(len(l.text)), uint32(len(l.text))
-	e.segment = b.folderSegment(prefix, u[k:])
+	e := entry{row: row, length: size, numRows: -1, decoded: -1}
+	prefix, tail := b.split(prefix, func() string { return u }, u[k:])
+	e.prefix = prefix | flagIDFromURL | flagSized
+	e.tail, e.tailLen = b.urlTail(prefix, tail)
+	e.segment = b.folderSegment(prefix, tail)
 	b.push(e, textLen)
 	return nil
+}
+
+// urlTail stores tail, the end of a URL of prefix p, and returns where:
+// the previous row's if it is the same URL (chunks that are ranges of one
+// object), else appended to the text.
+func (b *listBuilder) urlTail(p uint32, tail string) (uint32, uint16) {
+	if b.hasTail && b.lastPrefix == p&prefixMask && int(b.lastTail.n) == len(tail) &&
+		string(b.list.text[b.lastTail.at:b.lastTail.at+uint32(len(tail))]) == tail {
+		return b.lastTail.at, b.lastTail.n
+	}
+	at := uint32(len(b.list.text))
+	b.list.text = append(b.list.text, tail...)
+	b.lastPrefix, b.lastTail, b.hasTail = p&prefixMask, textRef{at, uint16(len(tail))}, true
+	return at, uint16(len(tail))
+}
+
+// split is the prefix and tail of url u, whose tail is tail: the whole URL
+// is its prefix when the tail is too long for an entry.
+func (b *listBuilder) split(p uint32, u func() string, tail string) (uint32, string) {
+	if len(tail) <= maxText {
+		return p, tail
+	}
+	full := u()
+	return b.prefix("\x00"+full, func() (string, error) { return full, nil }), ""
+}
+
+// textRef is where a string is in a List's text.
+type textRef struct {
+	at uint32
+	n  uint16
 }
 
 // finish returns the list, or the error of a source of no rows.
@@ -305,8 +468,8 @@ func (b *listBuilder) finish() (*List, error) {
 			Err: fmt.Errorf("%w: the catalog has no rows, so there is no chunk to take the scan's columns from", ErrNoChunks)}
 	}
 	l := b.list
-	if cap(l.entries) > len(l.entries)+len(l.entries)/4 {
-		l.entries = append([]entry(nil), l.entries...) // a shard's share of the rows: give the rest back
+	if cap(l.refs) > len(l.refs)+len(l.refs)/4 {
+		l.refs = append([]ref(nil), l.refs...) // a shard's share of the rows: give the rest back
 	}
 	if cap(l.text) > len(l.text)+len(l.text)/4 {
 		l.text = append([]byte(nil), l.text...)
@@ -361,7 +524,7 @@ func (b *listBuilder) prefix(key string, resolve func() (string, error)) uint32 
 		return 0
 	}
 	p := uint32(len(b.list.prefixes))
-	b.list.prefixes = append(b.list.prefixes, r)
+	b.list.prefixes = append(b.list.prefixes, strings.Clone(r)) // r may be a view of the catalog's bytes
 	b.prefixSeg = append(b.prefixSeg, -1)
 	b.folders[strings.Clone(key)] = p
 	return p
@@ -387,6 +550,7 @@ func (b *listBuilder) segment(s string) uint32 {
 	}
 	i, ok := b.segIndex[s]
 	if !ok {
+		s = strings.Clone(s) // s may be a view of the catalog's bytes
 		i = uint32(len(b.list.segments))
 		b.list.segments = append(b.list.segments, s)
 		b.segIndex[s] = i

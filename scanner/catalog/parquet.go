@@ -9,20 +9,21 @@ import (
 // parquetRows adds the rows of a Parquet catalog to b, a row group at a
 // time. Only the catalog's columns are decoded; see parquet.ReadGroups.
 func parquetRows(data []byte, b *listBuilder) error {
-	row := Row{}
+	var row cells
 	first := true
 	err := parquet.ReadGroups(data, isCatalogColumn, true, b.maxRows, func(cols []parquet.Column, n int, total int64) error {
 		if first {
 			b.grow(int(total))
 		}
+		index := make([]int, len(cols))
+		for k, c := range cols {
+			index[k] = columnIndex(c.Name)
+		}
 		for i := range n {
-			clear(row)
-			for _, c := range cols {
-				if v := c.Values[i]; v != nil {
-					row[c.Name] = v
-				}
+			for k, c := range cols {
+				row[index[k]] = cell{v: c.Values[i]}
 			}
-			if err := b.add(row); err != nil {
+			if err := b.addCells(&row); err != nil {
 				return err
 			}
 		}
@@ -39,10 +40,4 @@ func parquetRows(data []byte, b *listBuilder) error {
 	return err
 }
 
-func isCatalogColumn(name string) bool {
-	switch name {
-	case colURL, colSegmentID, colChunkID, colOffset, colLength, colNumRows, colDecodedBytes:
-		return true
-	}
-	return false
-}
+func isCatalogColumn(name string) bool { return columnIndex(name) >= 0 }

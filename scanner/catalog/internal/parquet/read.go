@@ -47,6 +47,7 @@ type pqReader struct {
 	inflate int64 // decompressed bytes still allowed
 	zstd    *zstd.Decoder
 	levels  []uint32
+	scratch []Value
 }
 
 // ErrTooManyRows is wrapped by Read's error for a file of more than
@@ -62,8 +63,8 @@ func Read(data []byte, want func(column string) bool, strict bool, maxRows int) 
 		for i := range n {
 			row := make(map[string]any, len(cols))
 			for _, c := range cols {
-				if v := c.Values[i]; v != nil {
-					row[c.Name] = v
+				if v := c.Values[i]; v.Kind != KindNull {
+					row[c.Name] = v.Any()
 				}
 			}
 			rows = append(rows, row)
@@ -76,11 +77,10 @@ func Read(data []byte, want func(column string) bool, strict bool, maxRows int) 
 	return rows, nil
 }
 
-// Column is one column's values in a row group: string, int64, uint64,
-// float64 or nil (NULL), one per row.
+// Column is one column's values in a row group, one per row.
 type Column struct {
 	Name   string
-	Values []any
+	Values []Value
 }
 
 // ReadGroups decodes the flat columns want accepts one row group at a
@@ -173,6 +173,9 @@ func readGroups(data []byte, want func(string) bool, strict bool, maxRows int, f
 			continue
 		}
 		for k, w := range picked {
+			if int64(cap(decoded[k].Values)) < rg.numRows {
+				decoded[k].Values = make([]Value, 0, rg.numRows)
+			}
 			values, err := r.readChunk(rg.columns[w.index], w.leaf, w.conv, rg.numRows, decoded[k].Values[:0])
 			if err != nil {
 				return fmt.Errorf("column %q, row group %d: %w", w.leaf.top, g, err)
