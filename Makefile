@@ -159,7 +159,7 @@ fuzz:
 # Runs of each peer under the W3 fault mix (Polars takes minutes a run there).
 PEER_MIX_RUNS ?= 3
 bench: release tools
-	rm -f build/bench/io.md build/bench/sweep.md
+	rm -f build/bench/io.md build/bench/sweep.md build/bench/scale.md
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
 	go run ./test/bench/scan -out build/bench -reps 5 -md build/bench/sweep.md
 	go build -o $(PEERS_BIN) ./test/bench/peers
@@ -169,6 +169,7 @@ bench: release tools
 	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/gohost -out build/bench
 	go run ./test/bench/concurrent -out build/bench
+	go run ./test/bench/scale -out build/bench -md build/bench/scale.md
 	$(MAKE) --no-print-directory bench-peers
 
 clean:
