@@ -57,3 +57,41 @@ func BenchmarkCatalogBind(b *testing.B) {
 		b.ReportMetric(float64(ms.HeapAlloc)/float64(plan.Chunks.Len()), "live-B/chunk")
 	}
 }
+
+// BenchmarkTinyChunks scans every chunk of the glob RS_BENCH_GLOB.
+func BenchmarkTinyChunks(b *testing.B) {
+	glob := os.Getenv("RS_BENCH_GLOB")
+	if glob == "" {
+		b.Skip("RS_BENCH_GLOB not set")
+	}
+	proc := testProcess(b)
+	for b.Loop() {
+		plan, err := Bind(context.Background(), Config{Source: glob, Process: proc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		scan, err := plan.Start(context.Background(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			bt, err := scan.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bt == nil {
+				break
+			}
+			for {
+				if _, n := bt.Take(2048); n == 0 {
+					break
+				}
+			}
+			bt.Close()
+		}
+		st := scan.Stats()
+		scan.Close()
+		b.ReportMetric(float64(st.Requests)/float64(st.Chunks), "requests/chunk")
+		b.ReportMetric(float64(st.Chunks)/b.Elapsed().Seconds(), "chunks/s")
+	}
+}
