@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"math"
 	"sort"
@@ -235,12 +236,23 @@ type listBuilder struct {
 	lastSeg   string // the last segment id interned, and its index: rows of a segment come together
 	lastIndex uint32
 	hasLast   bool
-	// The last URL tail stored, and its prefix: the next row often names
-	// the same object.
-	lastPrefix uint32
-	lastTail   textRef
-	hasTail    bool
+	// The URLs stored lately, by prefix and tail: rows often name an
+	// object a row shortly before named (ranges of one object, a few
+	// objects taken in turn). At most maxRecentTails, then forgotten.
+	recent map[tailKey]textRef
+	seed   maphash.Seed
 }
+
+// tailKey names a URL as the builder stores it: its prefix and the hash
+// of the rest (checked against the text on a hit).
+type tailKey struct {
+	prefix uint32
+	hash   uint64
+}
+
+// maxRecentTails bounds the URLs the builder remembers to share their
+// bytes: a catalog of distinct URLs only ever misses.
+const maxRecentTails = 1024
 
 func newListBuilder(base, name string, keep func(*Chunk) bool, maxRows int) *listBuilder {
 	b := &listBuilder{base: base, name: name, keep: keep, maxRows: maxRows,
@@ -396,8 +408,10 @@ func (b *listBuilder) push(e entry, textLen int) {
 		col.truncate(i)
 	}
 	l.text = l.text[:textLen]
-	if b.lastTail.at >= uint32(textLen) {
-		b.hasTail = false // its text is gone
+	for k, r := range b.recent {
+		if r.at >= uint32(textLen) {
+			delete(b.recent, k) // its text is gone
+		}
 	}
 	l.dropped++
 	if l.rows == nil {
@@ -432,16 +446,23 @@ func (b *listBuilder) addObject(u string, size int64) error {
 }
 
 // urlTail stores tail, the end of a URL of prefix p, and returns where:
-// the previous row's if it is the same URL (chunks that are ranges of one
-// object), else appended to the text.
+// where a recent row's is if it is the same URL (chunks that are ranges of
+// one object, or of a few objects in turn), else appended to the text.
 func (b *listBuilder) urlTail(p uint32, tail string) (uint32, uint16) {
-	if b.hasTail && b.lastPrefix == p&prefixMask && int(b.lastTail.n) == len(tail) &&
-		string(b.list.text[b.lastTail.at:b.lastTail.at+uint32(len(tail))]) == tail {
-		return b.lastTail.at, b.lastTail.n
+	if b.recent == nil {
+		b.recent = make(map[tailKey]textRef, maxRecentTails)
+		b.seed = maphash.MakeSeed()
+	}
+	if len(b.recent) == maxRecentTails {
+		clear(b.recent) // keeps its room: no allocation
+	}
+	key := tailKey{p & prefixMask, maphash.String(b.seed, tail)}
+	if r, ok := b.recent[key]; ok && int(r.n) == len(tail) && string(b.list.text[r.at:r.at+uint32(r.n)]) == tail {
+		return r.at, r.n
 	}
 	at := uint32(len(b.list.text))
 	b.list.text = append(b.list.text, tail...)
-	b.lastPrefix, b.lastTail, b.hasTail = p&prefixMask, textRef{at, uint16(len(tail))}, true
+	b.recent[key] = textRef{at, uint16(len(tail))}
 	return at, uint16(len(tail))
 }
 
@@ -474,7 +495,7 @@ func (b *listBuilder) finish() (*List, error) {
 	if cap(l.text) > len(l.text)+len(l.text)/4 {
 		l.text = append([]byte(nil), l.text...)
 	}
-	b.folders, b.segIndex, b.prefixSeg = nil, nil, nil
+	b.folders, b.segIndex, b.prefixSeg, b.recent = nil, nil, nil, nil
 	return &l, nil
 }
 
