@@ -239,8 +239,9 @@ type listBuilder struct {
 	// The URLs stored lately, by prefix and tail: rows often name an
 	// object a row shortly before named (ranges of one object, a few
 	// objects taken in turn). At most maxRecentTails, then forgotten.
-	recent map[tailKey]textRef
-	seed   maphash.Seed
+	recent    map[tailKey]textRef
+	seed      maphash.Seed
+	lastAdded tailKey // the last URL added to recent
 }
 
 // tailKey names a URL as the builder stores it: its prefix and the hash
@@ -408,10 +409,8 @@ func (b *listBuilder) push(e entry, textLen int) {
 		col.truncate(i)
 	}
 	l.text = l.text[:textLen]
-	for k, r := range b.recent {
-		if r.at >= uint32(textLen) {
-			delete(b.recent, k) // its text is gone
-		}
+	if r, ok := b.recent[b.lastAdded]; ok && r.at >= uint32(textLen) {
+		delete(b.recent, b.lastAdded) // this row's URL: its text is gone
 	}
 	l.dropped++
 	if l.rows == nil {
@@ -462,7 +461,7 @@ func (b *listBuilder) urlTail(p uint32, tail string) (uint32, uint16) {
 	}
 	at := uint32(len(b.list.text))
 	b.list.text = append(b.list.text, tail...)
-	b.recent[key] = textRef{at, uint16(len(tail))}
+	b.recent[key], b.lastAdded = textRef{at, uint16(len(tail))}, key
 	return at, uint16(len(tail))
 }
 

@@ -217,3 +217,20 @@ func TestListRangesOfOneObject(t *testing.T) {
 		t.Errorf("chunk 999: %+v", c)
 	}
 }
+
+// TestListKeepDropsSharedURL: a row Keep drops takes its URL's bytes with
+// it, so a later row naming the same object stores them again.
+func TestListKeepDropsSharedURL(t *testing.T) {
+	rows := []Row{{"url": "s3://b/x/a.arrow"}, {"url": "s3://b/x/b.arrow"}, {"url": "s3://b/x/b.arrow"}, {"url": "s3://b/x/a.arrow"}}
+	l, err := fromRows(rows, "", "test", func(c *Chunk) bool { return c.Row != 1 }, DefaultMaxChunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range l.All() {
+		got = append(got, fmt.Sprintf("%d:%s", c.Row, c.URL))
+	}
+	if want := "0:s3://b/x/a.arrow 2:s3://b/x/b.arrow 3:s3://b/x/a.arrow"; strings.Join(got, " ") != want {
+		t.Errorf("chunks %q, want %q", strings.Join(got, " "), want)
+	}
+}
