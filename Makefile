@@ -222,7 +222,7 @@ fuzz:
 # Runs of each peer under the W3 fault mix (Polars takes minutes a run there).
 PEER_MIX_RUNS ?= 3
 bench: release tools
-	rm -f build/bench/io.md build/bench/sweep.md build/bench/cache.md
+	rm -f build/bench/io.md build/bench/sweep.md build/bench/cache.md build/bench/scale.md
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
 	go run ./test/bench/scan -out build/bench -reps 5 -md build/bench/sweep.md
 	go build -o $(PEERS_BIN) ./test/bench/peers
@@ -233,6 +233,7 @@ bench: release tools
 	go run ./test/bench/gohost -out build/bench
 	go run ./test/bench/concurrent -out build/bench
 	go run ./test/bench/cache -out build/bench -md build/bench/cache.md
+	go run ./test/bench/scale -out build/bench -md build/bench/scale.md
 	$(MAKE) --no-print-directory bench-peers
 
 clean:

@@ -194,12 +194,13 @@ func bind(info C.duckdb_bind_info) error {
 	}
 	var rows int64
 	exact := true
-	for _, ch := range plan.Chunks {
-		if ch.NumRows < 0 {
+	for i := range plan.Chunks.Len() {
+		n := plan.Chunks.NumRows(i)
+		if n < 0 {
 			exact = false
 			break
 		}
-		rows += ch.NumRows
+		rows += n
 	}
 	if exact {
 		C.rs_bind_set_cardinality(info, C.idx_t(rows), true)

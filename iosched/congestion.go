@@ -279,7 +279,17 @@ func (s *Scheduler) growLocked(now time.Time) {
 }
 
 // limitChangedLocked records the limit in the running batches' minimum.
+// Every answer calls it, so it visits the batches only when the limit fell
+// below the one they last heard of: a batch records a minimum, which a
+// higher limit does not change, and a batch that starts records the limit
+// then. Visiting every batch on every answer made each chunk of a scan of
+// many small ones cost as many steps as there were chunks in flight.
 func (s *Scheduler) limitChangedLocked() {
+	if s.cc.limit >= s.notedLimit {
+		s.notedLimit = s.cc.limit
+		return
+	}
+	s.notedLimit = s.cc.limit
 	for b := range s.batches {
 		b.noteLimit(s.cc.limit)
 	}

@@ -131,7 +131,10 @@ type Scheduler struct {
 	backoff                int
 	closed                 bool
 	batches                map[*Batch]struct{}
-	order                  int64 // tie-break: FIFO among equal priorities
+	// notedLimit is the limit the running batches last heard of: only a
+	// lower one is news to them (limitChangedLocked).
+	notedLimit int
+	order      int64 // tie-break: FIFO among equal priorities
 	// Utilization integrals.
 	lastChange             time.Time
 	busyTime, capacityTime time.Duration

@@ -26,7 +26,7 @@ func boundsPlan(t *testing.T, schema *arrow.Schema, rows []Row) *Plan {
 
 func keptRows(p *Plan) []int {
 	var out []int
-	for _, c := range p.Chunks {
+	for _, c := range p.Chunks.All() {
 		out = append(out, c.Row)
 	}
 	return out
@@ -111,7 +111,7 @@ func TestPruneByBoundsTypes(t *testing.T) {
 		{"day", OpEqual, []string{"infinity"}},
 	} {
 		p := boundsPlan(t, schema, rows())
-		if n, err := p.PruneByBounds(tc.col, tc.op, tc.values); err == nil || n != 0 || len(p.Chunks) != 4 {
+		if n, err := p.PruneByBounds(tc.col, tc.op, tc.values); err == nil || n != 0 || p.Chunks.Len() != 4 {
 			t.Errorf("%s %d %v: dropped %d, %v; want an error and nothing dropped", tc.col, tc.op, tc.values, n, err)
 		}
 	}

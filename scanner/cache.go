@@ -165,8 +165,7 @@ func (s *Scan) checkVersionsAhead() {
 	}
 	var urls []string
 	seen := map[string]bool{}
-	for i := range s.plan.Chunks {
-		c := &s.plan.Chunks[i]
+	for _, c := range s.plan.Chunks.All() {
 		if c.Version == "" && !seen[c.URL] {
 			seen[c.URL] = true
 			urls = append(urls, c.URL)

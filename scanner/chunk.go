@@ -11,6 +11,9 @@ import (
 // Chunk is one row of the catalog (see catalog.Chunk).
 type Chunk = catalog.Chunk
 
+// Chunks is a plan's chunks (see catalog.List).
+type Chunks = catalog.List
+
 // Row is one catalog row given inline (see catalog.Row).
 type Row = catalog.Row
 

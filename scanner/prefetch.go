@@ -49,7 +49,7 @@ type prefetch struct {
 // scan reads whole, under ctx (the statement's).
 func (p *Plan) startPrefetch(ctx context.Context) {
 	cfg := &p.cfg
-	if cfg.UnionByName || len(p.Chunks) < 2 {
+	if cfg.UnionByName || p.Chunks.Len() < 2 {
 		return
 	}
 	parallel := cfg.MaxParallelIO
@@ -74,13 +74,13 @@ func (p *Plan) startPrefetch(ctx context.Context) {
 	if cfg.Process.Memory != nil {
 		maxBytes = min(maxBytes, cfg.Process.Memory.Stats().Cap/16)
 	}
-	var picked []*Chunk
+	var picked []Chunk
 	var total int64
-	for i := 1; i < len(p.Chunks) && len(picked) < parallel-1; i++ {
-		c := &p.Chunks[i]
-		if cfg.Keep != nil && !cfg.Keep(c) {
-			continue // Bind drops it
+	for i := 0; i < p.Chunks.Len() && len(picked) < parallel-1; i++ {
+		if p.Chunks.Row(i) == 0 {
+			continue // bind reads it
 		}
+		c := p.Chunks.At(i) // a shard's: Bind's Keep dropped the others
 		n := c.WireLength()
 		if n <= 0 || n > bindWholeMax || total+n > maxBytes {
 			break
@@ -106,7 +106,7 @@ func (p *Plan) startPrefetch(ctx context.Context) {
 				e.st = b.Stats()
 				return data, err
 			})
-		}(*c)
+		}(c)
 	}
 }
 

@@ -13,34 +13,32 @@ import (
 // unknown length counts as the average of the known ones (1 when none is
 // known).
 type progress struct {
+	chunks    *Chunks
+	avg       int64 // the weight of a chunk of unknown length
 	total     int64
 	delivered atomic.Int64
 
-	mu     sync.Mutex
-	weight map[int]int64 // catalog row → bytes, for chunks not yet delivered
+	mu       sync.Mutex
+	counted  []uint64 // bit i: chunk i's bytes are delivered
+	finished bool     // the end of the scan delivered the rest
 }
 
-func newProgress(chunks []Chunk) *progress {
-	p := &progress{weight: make(map[int]int64, len(chunks))}
+// newProgress weighs chunks. It holds a bit per chunk, not a weight: a
+// chunk's weight is found again from the list when it is delivered.
+func newProgress(chunks *Chunks) *progress {
+	p := &progress{chunks: chunks, counted: make([]uint64, (chunks.Len()+63)/64)}
 	var known, n int64
-	for i := range chunks {
-		if w := chunks[i].WireLength(); w > 0 {
+	for i := range chunks.Len() {
+		if w := chunks.WireLength(i); w > 0 {
 			known += w
 			n++
 		}
 	}
-	avg := int64(1)
+	p.avg = 1
 	if n > 0 {
-		avg = max(1, known/n)
+		p.avg = max(1, known/n)
 	}
-	for i := range chunks {
-		w := chunks[i].WireLength()
-		if w <= 0 {
-			w = avg
-		}
-		p.weight[chunks[i].Row] += w
-		p.total += w
-	}
+	p.total = known + (int64(chunks.Len())-n)*p.avg
 	return p
 }
 
@@ -52,17 +50,24 @@ func (p *progress) handedOut(b *Batch, err error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if b == nil {
-		for row, w := range p.weight {
-			p.delivered.Add(w)
-			delete(p.weight, row)
-		}
+	if p.finished {
 		return
 	}
-	if w, ok := p.weight[b.Chunk.Row]; ok {
-		p.delivered.Add(w)
-		delete(p.weight, b.Chunk.Row)
+	if b == nil {
+		p.finished = true
+		p.delivered.Store(p.total)
+		return
 	}
+	i, ok := p.chunks.IndexOfRow(b.Chunk.Row)
+	if !ok || p.counted[i/64]&(1<<(i%64)) != 0 {
+		return
+	}
+	p.counted[i/64] |= 1 << (i % 64)
+	w := p.chunks.WireLength(i)
+	if w <= 0 {
+		w = p.avg
+	}
+	p.delivered.Add(w)
 }
 
 // fraction is the share of the scan's bytes delivered, from 0 to 1.

@@ -3,19 +3,25 @@ package scanner
 import (
 	"errors"
 	"testing"
+
+	"github.com/remote-segments/remote_segments/scanner/catalog"
 )
 
 // A chunk's bytes count once, at its first batch; a chunk of unknown length
 // weighs the average of the known ones; the end of the scan delivers the
 // rest (a chunk that decoded to no batch).
 func TestProgressFraction(t *testing.T) {
-	chunks := []Chunk{
-		{Row: 0, Length: 100, Size: -1},
-		{Row: 1, Length: -1, Size: 300, Offset: 100}, // 200 bytes from the listing
-		{Row: 2, Length: -1, Size: -1},               // unknown: the average of the known, 116
-		{Row: 3, Length: 50, Size: -1},               // decodes to no batch
+	list, err := catalog.FromRows([]Row{
+		{"url": "/c/0", "length": int64(100)},
+		{"url": "/c/1", "length": int64(200), "offset": int64(100)},
+		{"url": "/c/2"},                      // unknown: the average of the known, 116
+		{"url": "/c/3", "length": int64(50)}, // decodes to no batch
+	}, "", "test")
+	if err != nil {
+		t.Fatal(err)
 	}
-	p := newProgress(chunks)
+	chunks := list.Slice()
+	p := newProgress(list)
 	if p.total != 100+200+116+50 {
 		t.Fatalf("total %d", p.total)
 	}

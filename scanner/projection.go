@@ -17,12 +17,23 @@ package scanner
 // BENCHMARKS.md, "Figures behind the code").
 
 import (
+	"time"
+
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
 // extraRoundTrips is what a projected read adds to a whole one.
 const extraRoundTrips = 2
+
+// minRequestCost is the least a request costs, however fast the store
+// answers: its trip through the scheduler's queue to an IO worker and
+// back, and for a local file an open, a stat and a close (or a mapping).
+// A store's measured round trip (Model.Floor) is the time to its answer
+// only; on local disk that is less than these fixed costs, and the model
+// would split a small file into three requests to save the copy of a few
+// KiB.
+const minRequestCost = 100 * time.Microsecond
 
 // projectionSavesTime reports whether reading need bytes of a chunk of size
 // bytes in extraRoundTrips more round trips beats reading all of it, by m.
@@ -31,7 +42,7 @@ func projectionSavesTime(m iosched.Model, size, need int64) bool {
 	if saved <= 0 || m.Bandwidth <= 0 {
 		return false
 	}
-	return float64(saved)/m.Bandwidth > extraRoundTrips*m.Floor.Seconds()
+	return float64(saved)/m.Bandwidth > extraRoundTrips*max(m.Floor, minRequestCost).Seconds()
 }
 
 // projectedBytes estimates the bytes a projected read of a chunk of size
@@ -71,8 +82,8 @@ func (s *Scan) planProjection(fields []int) bool {
 	}
 	s.ipcPlan = s.plan.readPlan
 	largest := int64(-1)
-	for i := range s.plan.Chunks {
-		largest = max(largest, s.plan.Chunks[i].WireLength())
+	for i := range s.plan.Chunks.Len() {
+		largest = max(largest, s.plan.Chunks.WireLength(i))
 	}
 	if largest < 0 {
 		return false // no length known: every chunk is read whole

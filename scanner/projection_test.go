@@ -16,6 +16,7 @@ import (
 func TestProjectionSavesTime(t *testing.T) {
 	remote := iosched.Model{Latency: 30 * time.Millisecond, Floor: 30 * time.Millisecond, Bandwidth: 100e6, Samples: 100}
 	local := iosched.Model{Latency: 50 * time.Microsecond, Floor: 50 * time.Microsecond, Bandwidth: 2e9, Samples: 100}
+	fast := iosched.Model{Latency: 5 * time.Microsecond, Floor: 5 * time.Microsecond, Bandwidth: 200e6, Samples: 100}
 	for _, c := range []struct {
 		name       string
 		m          iosched.Model
@@ -26,6 +27,10 @@ func TestProjectionSavesTime(t *testing.T) {
 		{"2,000 × 4 KiB chunk, 30 ms", remote, 4 << 10, 1 << 10, false},
 		{"64 MiB chunk, a quarter of it, 30 ms", remote, 64 << 20, 16 << 20, true},
 		{"8 MiB chunk on local disk, a quarter", local, 8 << 20, 2 << 20, true},
+		// A store that answers at once still costs each request its fixed
+		// costs: a small file is read whole.
+		{"6.5 KiB file on local disk, half", fast, 6500, 3000, false},
+		{"4 MiB file on local disk, a quarter", fast, 4 << 20, 1 << 20, true},
 		{"nothing saved", local, 8 << 20, 8 << 20, false},
 		{"more than the object", local, 8 << 20, 9 << 20, false},
 	} {

@@ -114,8 +114,8 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.projected = !s.counted && s.planProjection(fields)
 
 	var total, largest int64
-	for i := range p.Chunks {
-		n := s.wireEstimate(&p.Chunks[i], s.projected)
+	for i := range p.Chunks.Len() {
+		n := s.wireLengthEstimate(p.Chunks.WireLength(i), s.projected)
 		total += n
 		largest = max(largest, n)
 	}
@@ -142,13 +142,13 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		opts = append(opts, budget.WithParent(p.cfg.Process.Memory))
 	}
 	s.budget = budget.New(capacity, opts...)
-	queued := len(p.Chunks)
+	queued := p.Chunks.Len()
 	if s.counted {
 		queued = 0 // Next hands the counts out itself
 	}
 	s.ready = newReadyQueue(queued, p.cfg.Ordered)
 	s.progress = newProgress(p.Chunks)
-	if !s.counted && len(p.Chunks) > 1 && p.Chunks[0].DecodedBytes < 0 {
+	if !s.counted && p.Chunks.Len() > 1 && p.Chunks.At(0).DecodedBytes < 0 {
 		s.probe = make(chan struct{})
 	}
 	context.AfterFunc(s.ctx, s.ready.wake)
@@ -191,9 +191,9 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 }
 
 // rowsKnown reports whether the catalog gives every chunk's num_rows.
-func rowsKnown(chunks []Chunk) bool {
-	for i := range chunks {
-		if chunks[i].NumRows < 0 {
+func rowsKnown(chunks *Chunks) bool {
+	for i := range chunks.Len() {
+		if chunks.NumRows(i) < 0 {
 			return false
 		}
 	}
@@ -215,11 +215,12 @@ func (s *Scan) nextCounted() (*Batch, error) {
 			return nil, err
 		}
 		i := int(s.countedNext.Add(1)) - 1
-		if i >= len(s.plan.Chunks) {
+		if i >= s.plan.Chunks.Len() {
 			b, err, _ := s.ready.poll() // nothing queued: the end, or the error
 			return b, err
 		}
-		c := &s.plan.Chunks[i]
+		chunk := s.plan.Chunks.At(i)
+		c := &chunk
 		s.chunks.Add(1)
 		if c.NumRows == 0 {
 			continue
@@ -255,7 +256,12 @@ func (p *Plan) fieldBytes(fields []int) int64 {
 // wireEstimate is the bytes chunk c will take on the wire, read whole or,
 // if project, only the scan's fields.
 func (s *Scan) wireEstimate(c *Chunk, project bool) int64 {
-	n := c.WireLength()
+	return s.wireLengthEstimate(c.WireLength(), project)
+}
+
+// wireLengthEstimate is wireEstimate of a chunk of wire length n (-1:
+// unknown).
+func (s *Scan) wireLengthEstimate(n int64, project bool) int64 {
 	if n < 0 {
 		n = s.estimate
 	}
@@ -272,7 +278,7 @@ func (s *Scan) MaxThreads() int {
 	if s.plan.cfg.Ordered {
 		return 1
 	}
-	return len(s.plan.Chunks)
+	return s.plan.Chunks.Len()
 }
 
 // ID identifies the scan in Scans and in traces.
@@ -298,7 +304,7 @@ func (s *Scan) guard() {
 func (s *Scan) planChunks() {
 	defer s.wg.Done()
 	defer s.guard()
-	for i := range s.plan.Chunks {
+	for i := range s.plan.Chunks.Len() {
 		select {
 		case s.ahead <- struct{}{}:
 		case <-s.ctx.Done():
@@ -309,7 +315,8 @@ func (s *Scan) planChunks() {
 		case <-s.ctx.Done():
 			return
 		}
-		c := &s.plan.Chunks[i]
+		chunk := s.plan.Chunks.At(i)
+		c := &chunk
 		// Decided before the reservation, so that it is for the bytes
 		// the chunk will be read in: a chunk the cost model reads whole
 		// under a reservation for its fields would take several times
@@ -321,7 +328,7 @@ func (s *Scan) planChunks() {
 			return // cancelled: Close or an earlier failure
 		}
 		s.wg.Add(1)
-		go s.runChunk(i, lease, project)
+		go s.runChunk(i, c, lease, project)
 		if i == 0 && s.probe != nil {
 			select {
 			case <-s.probe:
@@ -359,7 +366,7 @@ func (s *Scan) probed() {
 // runChunk fetches and decodes chunk i (if project, only the scan's
 // fields), commits its measured size and queues its batches; on any
 // failure it refunds the lease and fails the scan.
-func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
+func (s *Scan) runChunk(i int, c *Chunk, lease *budget.Lease, project bool) {
 	defer s.wg.Done()
 	defer func() { <-s.slots }()
 	defer s.guard()
@@ -379,7 +386,6 @@ func (s *Scan) runChunk(i int, lease *budget.Lease, project bool) {
 			lease.Abandon()
 		}
 	}()
-	c := &s.plan.Chunks[i]
 	// Buffers above budget.PoolMin, fetched or decoded, come from the
 	// budget's pool: memory earlier chunks already faulted in.
 	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease,

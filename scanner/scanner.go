@@ -34,8 +34,10 @@ import (
 
 // Plan is a bound scan: the chunks to read and the schema they share.
 type Plan struct {
-	cfg    Config
-	Chunks []Chunk
+	cfg Config
+	// Chunks are the chunks to read, held compactly (catalog.List): a
+	// plan keeps them from bind to the end of its last scan.
+	Chunks *Chunks
 	Schema *arrow.Schema // schema of the first chunk (or the union of all, with UnionByName)
 	// first is the first chunk's bytes when bind read it whole (a chunk
 	// of at most bindWholeMax bytes), handed to the first Start so it is
@@ -102,11 +104,19 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	if cfg.DebugPanic == "bind" {
 		panic("remote_segments: debug_panic at bind")
 	}
+	// A shard's Keep is applied as the source is read: the plan never
+	// holds the chunks of other shards. With union_by_name every shard
+	// reads the schemas of all chunks, so that all agree on the columns.
+	keep := cfg.Keep
+	if cfg.UnionByName {
+		cfg.Keep = nil
+	}
 	chunks, err := resolveSource(ctx, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{cfg: cfg, Chunks: chunks, home: chunks[0].URL, id: cfg.Process.nextScanID.Add(1)}
+	head := chunks.First()
+	p := &Plan{cfg: cfg, Chunks: chunks, home: head.URL, id: cfg.Process.nextScanID.Add(1), pruned: int64(chunks.Dropped())}
 	if cfg.CacheDir != "" {
 		if p.cache, err = cfg.Process.caches.open(cfg.CacheDir, cfg.CacheSize); err != nil {
 			return nil, fmt.Errorf("remote_segments: cache_dir: %w", err)
@@ -114,23 +124,26 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		p.cacheUses = map[uint64]*cacheUse{p.id: newCacheUse(ctx, p.cache, cfg.MaxParallelIO)}
 	}
 	ahead := !cfg.PruneAfterBind && fetchesAhead(&cfg, chunks)
-	if n := chunks[0].WireLength(); ahead && n > 0 && n <= bindWholeMax {
+	if n := head.WireLength(); ahead && n > 0 && n <= bindWholeMax {
 		p.startPrefetch(ctx) // the first chunk is read whole: the next ones go with it
 	}
-	first, err := p.readSchema(ctx, &chunks[0], ahead)
+	first, err := p.readSchema(ctx, &head, ahead)
 	if err != nil {
 		p.dropPrefetch(nil)
 		return nil, err
 	}
 	p.Schema, p.first, p.firstLen = first.schema, first.data, first.size
 	p.colBytes, p.bodyLen, p.readPlan = first.meta.ColBytes, first.meta.BodyLen, first.meta.Plan
-	if cfg.UnionByName && len(chunks) > 1 {
+	if cfg.UnionByName {
 		if err := p.unionSchemas(ctx); err != nil {
 			return nil, err
 		}
+		if keep != nil {
+			p.Select(keep)
+		}
 	}
-	if cfg.Keep != nil {
-		p.Select(cfg.Keep)
+	if chunks.Len() == 0 || chunks.Row(0) != 0 {
+		p.first = nil // the first chunk is not read: do not pin its bytes
 	}
 	return p, nil
 }
@@ -139,10 +152,15 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 // for them, once no chunk can be dropped any more: when some chunk's
 // num_rows is unknown (with every one known, a query of no chunk column
 // reads none: see Scan.nextCounted). cfg.Keep is applied.
-func fetchesAhead(cfg *Config, chunks []Chunk) bool {
-	for i := range chunks {
-		c := &chunks[i]
-		if c.NumRows < 0 && (cfg.Keep == nil || cfg.Keep(c)) {
+func fetchesAhead(cfg *Config, chunks *Chunks) bool {
+	for i := range chunks.Len() {
+		if chunks.NumRows(i) >= 0 {
+			continue
+		}
+		if cfg.Keep == nil {
+			return true
+		}
+		if c := chunks.At(i); cfg.Keep(&c) {
 			return true
 		}
 	}
@@ -153,7 +171,11 @@ func fetchesAhead(cfg *Config, chunks []Chunk) bool {
 // objects of a glob or prefix, or the LIST), as Bind would, without reading
 // any chunk.
 func Resolve(ctx context.Context, cfg Config) ([]Chunk, error) {
-	return resolveSource(ctx, &cfg)
+	l, err := resolveSource(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	return l.Slice(), nil
 }
 
 // Select keeps only the chunks keep returns true for and returns how many
@@ -161,23 +183,14 @@ func Resolve(ctx context.Context, cfg Config) ([]Chunk, error) {
 // are never requested. The schema stays the source's first chunk's, so
 // every selection of one source has the same columns, even an empty one.
 func (p *Plan) Select(keep func(c *Chunk) bool) int {
-	kept := p.Chunks[:0:0]
-	for i := range p.Chunks {
-		if keep(&p.Chunks[i]) {
-			kept = append(kept, p.Chunks[i])
-		}
-	}
-	dropped := len(p.Chunks) - len(kept)
-	if len(kept) == 0 || kept[0].Row != 0 {
+	kept := p.Chunks.Select(keep)
+	dropped := p.Chunks.Len() - kept.Len()
+	if kept.Len() == 0 || kept.Row(0) != 0 {
 		p.firstMu.Lock()
 		p.first = nil // the first chunk is not read: do not pin its bytes
 		p.firstMu.Unlock()
 	}
-	rows := make(map[int]bool, len(kept))
-	for i := range kept {
-		rows[kept[i].Row] = true
-	}
-	p.dropPrefetch(func(row int) bool { return rows[row] })
+	p.dropPrefetch(kept.HasRow)
 	p.Chunks = kept
 	p.pruned += int64(dropped)
 	return dropped
@@ -348,9 +361,12 @@ func (p *Plan) unionSchemas(ctx context.Context) error {
 	for i, f := range fields {
 		index[f.Name] = i
 	}
-	for i := 1; i < len(p.Chunks); i++ {
-		c := &p.Chunks[i]
-		bound, err := p.readSchema(ctx, c, false /* its schema only */)
+	for i := range p.Chunks.Len() {
+		if p.Chunks.Row(i) == 0 {
+			continue // the first chunk: read
+		}
+		c := p.Chunks.At(i)
+		bound, err := p.readSchema(ctx, &c, false /* its schema only */)
 		if err != nil {
 			return err
 		}
@@ -363,7 +379,7 @@ func (p *Plan) unionSchemas(ctx context.Context) error {
 				continue
 			}
 			if !arrow.TypeEqual(fields[j].Type, f.Type) {
-				return &ChunkError{Chunk: c, Err: fmt.Errorf("%w: column %q is %s here but %s in an earlier chunk (union_by_name matches names, not types)",
+				return &ChunkError{Chunk: &c, Err: fmt.Errorf("%w: column %q is %s here but %s in an earlier chunk (union_by_name matches names, not types)",
 					ErrBadChunk, f.Name, f.Type, fields[j].Type)}
 			}
 		}

@@ -315,8 +315,8 @@ func TestScanOrdered(t *testing.T) {
 		last = b.Chunk.Row
 		b.Close()
 	}
-	if last != len(scan.plan.Chunks)-1 {
-		t.Errorf("last chunk %d of %d", last, len(scan.plan.Chunks))
+	if last != scan.plan.Chunks.Len()-1 {
+		t.Errorf("last chunk %d of %d", last, scan.plan.Chunks.Len())
 	}
 }
 
@@ -874,8 +874,8 @@ func TestCapGrowthIgnoresQueueing(t *testing.T) {
 func largestChunk(t *testing.T, scan *Scan) int64 {
 	t.Helper()
 	var n int64
-	for i := range scan.plan.Chunks {
-		n = max(n, scan.wireEstimate(&scan.plan.Chunks[i], scan.projected))
+	for i := range scan.plan.Chunks.Len() {
+		n = max(n, scan.wireLengthEstimate(scan.plan.Chunks.WireLength(i), scan.projected))
 	}
 	return n
 }

@@ -33,12 +33,12 @@ func openObject(rawURL string, cfg *Config) (*iosched.Hold, error) {
 	return h, nil
 }
 
-// resolveSource lists the chunks of cfg's source (catalog.Resolve),
-// opening every object through cfg's domains and sandbox.
-func resolveSource(ctx context.Context, cfg *Config) ([]Chunk, error) {
+// resolveSource lists the chunks of cfg's source (catalog.Resolve) that
+// cfg.Keep keeps, opening every object through cfg's domains and sandbox.
+func resolveSource(ctx context.Context, cfg *Config) (*Chunks, error) {
 	if cfg.Process == nil {
 		return nil, ErrNoProcess
 	}
-	src := catalog.Source{Path: cfg.Source, Rows: cfg.Rows, URLs: cfg.URLs}
+	src := catalog.Source{Path: cfg.Source, Rows: cfg.Rows, URLs: cfg.URLs, Keep: cfg.Keep}
 	return catalog.Resolve(ctx, src, func(rawURL string) (*iosched.Hold, error) { return openObject(rawURL, cfg) })
 }

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet"
 )
 
 // ErrMalformed is wrapped by every error about a catalog's content.
@@ -48,6 +50,46 @@ const (
 	colVersion      = "version"
 )
 
+// The catalog's columns by position in a row of cells.
+const (
+	iURL = iota
+	iSegmentID
+	iChunkID
+	iOffset
+	iLength
+	iNumRows
+	iDecodedBytes
+	iVersion
+	numColumns
+)
+
+// columnNames is the name of each column position.
+var columnNames = [numColumns]string{colURL, colSegmentID, colChunkID, colOffset, colLength, colNumRows, colDecodedBytes, colVersion}
+
+// columnIndex is the position of catalog column name, or -1.
+func columnIndex(name string) int {
+	for i, n := range columnNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// cells is one catalog row: a cell per column position, and the row's
+// min_<col> / max_<col> fields (nil: none).
+type cells struct {
+	c      [numColumns]cell
+	bounds []boundCell
+}
+
+// boundCell is one min_<col> or max_<col> field of a row.
+type boundCell struct {
+	col  string
+	side int // 0 the minimum, 1 the maximum
+	v    any // string, int64, uint64 or float64
+}
+
 // Format is the encoding of a catalog file.
 type Format int
 
@@ -79,20 +121,30 @@ type Row map[string]any
 // (the catalog's own URL or path). A catalog of more than DefaultMaxChunks
 // rows fails with ErrTooLarge. Every error is a *Error.
 func Parse(data []byte, format Format, base string) ([]Chunk, error) {
-	return parse(data, format, base, DefaultMaxChunks)
+	l, err := parse(data, format, base, DefaultMaxChunks, nil)
+	if err != nil {
+		return nil, err
+	}
+	return l.Slice(), nil
 }
 
-// parse is Parse with a bound on the rows, checked as they are read.
-func parse(data []byte, format Format, base string, maxRows int) ([]Chunk, error) {
-	var rows []Row
+// parse is Parse into a List, with a bound on the rows, checked as they
+// are read, and keep (nil: every row) applied to each row as it is read.
+//
+// No rows is an error wrapping ErrNoChunks, not an empty scan: the scan's
+// columns are those of its first chunk, so a catalog with no row (an
+// empty file, a CSV header alone, [], a Parquet file of no rows) leaves
+// them unknown, and a query naming a column could not even be bound.
+func parse(data []byte, format Format, base string, maxRows int, keep func(*Chunk) bool) (*List, error) {
+	b := newListBuilder(base, base, keep, maxRows)
 	var err error
 	switch format {
 	case Parquet:
-		rows, err = parquetRows(data, maxRows)
+		err = parquetRows(data, b)
 	case CSV:
-		rows, err = csvRows(data, maxRows)
+		err = csvRows(data, b.add)
 	case JSON:
-		rows, err = jsonRows(data, maxRows)
+		err = jsonRows(data, b.add)
 	default:
 		err = fmt.Errorf("unknown catalog format %d", format)
 	}
@@ -104,87 +156,14 @@ func parse(data []byte, format Format, base string, maxRows int) ([]Chunk, error
 		}
 		return nil, &Error{Catalog: base, Row: -1, Err: fmt.Errorf("%w: %v", ErrMalformed, err)}
 	}
-	return FromRows(rows, base, base)
+	return b.finish()
 }
 
-// FromRows turns catalog rows into chunks; relative URLs resolve
-// against base ("" means they must be absolute). name names the catalog in
-// errors.
-//
-// No rows is an error wrapping ErrNoChunks, not an empty scan: the scan's
-// columns are those of its first chunk, so a catalog with no row (an
-// empty file, a CSV header alone, [], a Parquet file of no rows) leaves
-// them unknown, and a query naming a column could not even be bound.
-func FromRows(rows []Row, base, name string) ([]Chunk, error) {
-	if len(rows) == 0 {
-		return nil, &Error{Catalog: name, Row: -1,
-			Err: fmt.Errorf("%w: the catalog has no rows, so there is no chunk to take the scan's columns from", ErrNoChunks)}
-	}
-	out := make([]Chunk, len(rows))
-	for i, r := range rows {
-		c, err := chunkFromRow(r, base)
-		if err != nil {
-			return nil, &Error{Catalog: name, Row: i, Err: fmt.Errorf("%w: %v", ErrMalformed, err)}
-		}
-		c.Row = i
-		out[i] = c
-	}
-	return out, nil
-}
-
-func chunkFromRow(r Row, base string) (Chunk, error) {
-	c := Chunk{Length: -1, Size: -1, NumRows: -1, DecodedBytes: -1}
-	u, ok := r[colURL]
-	if !ok || u == nil {
-		return c, fmt.Errorf("no %q", colURL)
-	}
-	s, ok := u.(string)
-	if !ok {
-		return c, fmt.Errorf("%q is %T, not a string", colURL, u)
-	}
-	if strings.TrimSpace(s) == "" {
-		return c, fmt.Errorf("%q is empty", colURL)
-	}
-	var err error
-	if c.URL, err = resolveURL(base, s); err != nil {
-		return c, err
-	}
-	c.SegmentID, err = textField(r, colSegmentID, segmentOf(c.URL))
-	if err != nil {
-		return c, err
-	}
-	c.ChunkID, err = textField(r, colChunkID, chunkIDOf(c.URL))
-	if err != nil {
-		return c, err
-	}
-	if c.Version, err = textField(r, colVersion, ""); err != nil {
-		return c, err
-	}
-	for _, f := range []struct {
-		name string
-		dst  *int64
-		def  int64
-	}{{colOffset, &c.Offset, 0}, {colLength, &c.Length, -1}, {colNumRows, &c.NumRows, -1}, {colDecodedBytes, &c.DecodedBytes, -1}} {
-		if *f.dst, err = intField(r, f.name, f.def); err != nil {
-			return c, err
-		}
-	}
-	if c.Length == 0 {
-		return c, fmt.Errorf("%q is 0: a chunk has at least one byte", colLength)
-	}
-	for name, v := range r {
-		col, side := boundOf(name)
-		if side < 0 {
-			continue
-		}
-		if c.Bounds == nil {
-			c.Bounds = &Bounds{byColumn: map[string][2]any{}}
-		}
-		b := c.Bounds.byColumn[col]
-		b[side] = v
-		c.Bounds.byColumn[col] = b
-	}
-	return c, nil
+// FromRows makes the list of catalog rows; relative URLs resolve against
+// base ("" means they must be absolute). name names the catalog in errors,
+// which are *Error naming the row.
+func FromRows(rows []Row, base, name string) (*List, error) {
+	return fromRows(rows, base, name, nil, DefaultMaxChunks)
 }
 
 // boundOf splits a catalog field min_<col> or max_<col> into col and the
@@ -199,52 +178,105 @@ func boundOf(name string) (col string, side int) {
 	return "", -1
 }
 
-func textField(r Row, name, def string) (string, error) {
-	v, ok := r[name]
-	if !ok || v == nil {
-		return def, nil
-	}
-	switch v := v.(type) {
-	case string:
-		return v, nil
-	case int64:
-		return strconv.FormatInt(v, 10), nil
-	case uint64:
-		return strconv.FormatUint(v, 10), nil
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-			return strconv.FormatInt(int64(v), 10), nil
+// fromRows is FromRows with Source's Keep and a bound on the rows.
+func fromRows(rows []Row, base, name string, keep func(*Chunk) bool, maxRows int) (*List, error) {
+	b := newListBuilder(base, name, keep, maxRows)
+	b.grow(len(rows))
+	for _, r := range rows {
+		if err := b.add(r); err != nil {
+			var ce *Error
+			if errors.As(err, &ce) {
+				ce.Catalog = name
+			}
+			return nil, err
 		}
 	}
-	return "", fmt.Errorf("%q is %v (%T), not a string or an integer", name, v, v)
+	return b.finish()
 }
 
-func intField(r Row, name string, def int64) (int64, error) {
-	v, ok := r[name]
-	if !ok || v == nil {
+// cell is one catalog value: a decoded Parquet value, or a value of a
+// row map (raw holds one of a type a catalog does not use, for its error).
+type cell struct {
+	v   parquet.Value
+	raw any
+}
+
+// cellOf is the cell of a row map's value.
+func cellOf(v any) cell {
+	switch v := v.(type) {
+	case nil:
+		return cell{}
+	case string:
+		return cell{v: parquet.Value{Kind: parquet.KindString, Str: v}}
+	case int64:
+		return cell{v: parquet.Value{Kind: parquet.KindInt, Int: v}}
+	case uint64:
+		return cell{v: parquet.Value{Kind: parquet.KindUint, Int: int64(v)}}
+	case float64:
+		return cell{v: parquet.Value{Kind: parquet.KindFloat, Float: v}}
+	}
+	return cell{v: parquet.Value{Kind: parquet.KindUnsupported}, raw: v}
+}
+
+func (c *cell) null() bool { return c.v.Kind == parquet.KindNull }
+
+// any is the cell's value as its errors show it.
+func (c *cell) any() any {
+	if c.raw != nil {
+		return c.raw
+	}
+	return c.v.Any()
+}
+
+// textField is c as text (an integer in decimal), or def if it is NULL.
+// The text may be a view of the catalog's bytes: the caller copies what
+// it keeps.
+func textField(c *cell, name, def string) (string, error) {
+	switch v := c.v; v.Kind {
+	case parquet.KindNull:
+		return def, nil
+	case parquet.KindString:
+		return v.Str, nil
+	case parquet.KindInt:
+		return strconv.FormatInt(v.Int, 10), nil
+	case parquet.KindUint:
+		return strconv.FormatUint(uint64(v.Int), 10), nil
+	case parquet.KindFloat:
+		if v.Float == math.Trunc(v.Float) && math.Abs(v.Float) < 1<<53 {
+			return strconv.FormatInt(int64(v.Float), 10), nil
+		}
+	}
+	return "", fmt.Errorf("%q is %v (%T), not a string or an integer", name, c.any(), c.any())
+}
+
+// intField is c as a non-negative integer, or def if it is NULL.
+func intField(c *cell, name string, def int64) (int64, error) {
+	if c.v.Kind == parquet.KindNull {
 		return def, nil
 	}
 	var n int64
-	switch v := v.(type) {
-	case int64:
-		n = v
-	case uint64:
-		if v > math.MaxInt64 {
-			return 0, fmt.Errorf("%q is %d, too large", name, v)
+	switch v := c.v; v.Kind {
+	case parquet.KindNull:
+		return def, nil
+	case parquet.KindInt:
+		n = v.Int
+	case parquet.KindUint:
+		if uint64(v.Int) > math.MaxInt64 {
+			return 0, fmt.Errorf("%q is %d, too large", name, uint64(v.Int))
 		}
-		n = int64(v)
-	case float64:
-		if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
-			return 0, fmt.Errorf("%q is %v, not an integer", name, v)
+		n = v.Int
+	case parquet.KindFloat:
+		if v.Float != math.Trunc(v.Float) || math.Abs(v.Float) >= 1<<53 {
+			return 0, fmt.Errorf("%q is %v, not an integer", name, v.Float)
 		}
-		n = int64(v)
-	case string:
+		n = int64(v.Float)
+	case parquet.KindString:
 		var err error
-		if n, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
-			return 0, fmt.Errorf("%q is %q, not an integer", name, v)
+		if n, err = strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64); err != nil {
+			return 0, fmt.Errorf("%q is %q, not an integer", name, v.Str)
 		}
 	default:
-		return 0, fmt.Errorf("%q is %T, not an integer", name, v)
+		return 0, fmt.Errorf("%q is %T, not an integer", name, c.any())
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("%q is %d, negative", name, n)
@@ -290,14 +322,15 @@ func resolveURL(base, ref string) (string, error) {
 // no line ends) and is refused before the CSV reader copies it.
 const maxCSVLine = 1 << 20
 
-func csvRows(data []byte, maxRows int) ([]Row, error) {
+// csvRows hands each row of a CSV catalog to add, in one map it reuses.
+func csvRows(data []byte, add func(Row) error) error {
 	for line, rest := 1, data; len(rest) > 0; line++ {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			i = len(rest)
 		}
 		if n := len(bytes.TrimSuffix(rest[:i], []byte("\r"))); n > maxCSVLine {
-			return nil, fmt.Errorf("CSV line %d is longer than %d bytes (the most a catalog line may have)", line, maxCSVLine)
+			return fmt.Errorf("CSV line %d is longer than %d bytes (the most a catalog line may have)", line, maxCSVLine)
 		}
 		rest = rest[min(i+1, len(rest)):]
 	}
@@ -306,28 +339,25 @@ func csvRows(data []byte, maxRows int) ([]Row, error) {
 	r.ReuseRecord = true
 	header, err := r.Read()
 	if err == io.EOF {
-		return nil, nil // no header (the file is empty or blank): no rows
+		return nil // no header (the file is empty or blank): no rows
 	}
 	if err != nil {
-		return nil, fmt.Errorf("CSV header: %v", err)
+		return fmt.Errorf("CSV header: %v", err)
 	}
 	header = slices.Clone(header)
 	for i := range header {
 		header[i] = strings.TrimSpace(strings.TrimPrefix(header[i], "\ufeff"))
 	}
-	var rows []Row
-	for {
+	row := Row{}
+	for n := 0; ; n++ {
 		rec, err := r.Read()
 		if err == io.EOF {
-			return rows, nil
+			return nil
 		}
 		if err != nil {
-			return nil, &Error{Row: len(rows), Err: fmt.Errorf("%w: CSV: %v", ErrMalformed, err)}
+			return &Error{Row: n, Err: fmt.Errorf("%w: CSV: %v", ErrMalformed, err)}
 		}
-		if len(rows) == maxRows {
-			return nil, tooManyRows(maxRows)
-		}
-		row := Row{}
+		clear(row)
 		for i, v := range rec {
 			// An empty cell is an absent value, except for url, which
 			// every row needs: there it is an empty url.
@@ -335,7 +365,9 @@ func csvRows(data []byte, maxRows int) ([]Row, error) {
 				row[header[i]] = v
 			}
 		}
-		rows = append(rows, row)
+		if err := add(row); err != nil {
+			return err
+		}
 	}
 }
 
@@ -345,58 +377,51 @@ func tooManyRows(maxRows int) error {
 }
 
 // jsonRows reads one array of objects, or one object per line, decoding
-// one object at a time so that the row bound holds before a row is made.
-// encoding/json refuses values nested deeper than 10000 levels, and every
-// value it makes is smaller than its text: the file's size bounds them.
-func jsonRows(data []byte, maxRows int) ([]Row, error) {
+// one object at a time and handing it to add, so that a row is checked
+// (and the row bound holds) before the next is decoded. encoding/json
+// refuses values nested deeper than 10000 levels, and every value it makes
+// is smaller than its text: the file's size bounds them.
+func jsonRows(data []byte, add func(Row) error) error {
 	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\ufeff")))
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
-	var raw []map[string]any
 	array := bytes.HasPrefix(trimmed, []byte("["))
 	if array {
 		if _, err := dec.Token(); err != nil {
-			return nil, fmt.Errorf("JSON: %v", err)
+			return fmt.Errorf("JSON: %v", err)
 		}
 	}
-	for dec.More() {
-		if len(raw) == maxRows {
-			return nil, tooManyRows(maxRows)
-		}
+	for n := 0; dec.More(); n++ {
 		var m map[string]any
 		if err := dec.Decode(&m); err != nil {
 			if array {
-				return nil, fmt.Errorf("JSON: %v", err)
+				return fmt.Errorf("JSON: %v", err)
 			}
-			return nil, &Error{Row: len(raw), Err: fmt.Errorf("%w: JSON: %v", ErrMalformed, err)}
+			return &Error{Row: n, Err: fmt.Errorf("%w: JSON: %v", ErrMalformed, err)}
 		}
-		raw = append(raw, m)
+		if m == nil {
+			return &Error{Row: n, Err: fmt.Errorf("%w: JSON: not an object", ErrMalformed)}
+		}
+		for k, v := range m {
+			if num, ok := v.(json.Number); ok {
+				if iv, err := num.Int64(); err == nil {
+					m[k] = iv
+				} else if fv, err := num.Float64(); err == nil {
+					m[k] = fv
+				}
+			}
+		}
+		if err := add(m); err != nil {
+			return err
+		}
 	}
 	if array {
 		if _, err := dec.Token(); err != nil {
-			return nil, fmt.Errorf("JSON: %v", err)
+			return fmt.Errorf("JSON: %v", err)
 		}
 		if _, err := dec.Token(); err != io.EOF {
-			return nil, fmt.Errorf("JSON: data after the array")
+			return fmt.Errorf("JSON: data after the array")
 		}
 	}
-	rows := make([]Row, len(raw))
-	for i, m := range raw {
-		if m == nil {
-			return nil, &Error{Row: i, Err: fmt.Errorf("%w: JSON: not an object", ErrMalformed)}
-		}
-		row := Row{}
-		for k, v := range m {
-			if n, ok := v.(json.Number); ok {
-				if iv, err := n.Int64(); err == nil {
-					v = iv
-				} else if fv, err := n.Float64(); err == nil {
-					v = fv
-				}
-			}
-			row[k] = v
-		}
-		rows[i] = row
-	}
-	return rows, nil
+	return nil
 }

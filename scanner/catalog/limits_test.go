@@ -30,9 +30,13 @@ func resolveWith(t *testing.T, src Source) ([]Chunk, error) {
 	t.Helper()
 	d := iosched.NewDomains(iosched.Options{})
 	defer d.Close()
-	return Resolve(context.Background(), src, func(u string) (*iosched.Hold, error) {
+	l, err := Resolve(context.Background(), src, func(u string) (*iosched.Hold, error) {
 		return d.Open(u, store.Options{}, iosched.Options{})
 	})
+	if err != nil {
+		return nil, err
+	}
+	return l.Slice(), nil
 }
 
 // TestCatalogEndlessBody: a catalog served as an endless HTTP body (no

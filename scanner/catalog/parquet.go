@@ -2,30 +2,62 @@ package catalog
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet"
 )
 
-// parquetRows reads a Parquet catalog of at most maxRows rows. Only the
-// catalog's columns are decoded; see parquet.Read.
-func parquetRows(data []byte, maxRows int) ([]Row, error) {
-	rows, err := parquet.Read(data, isCatalogColumn, true, maxRows)
+// parquetRows adds the rows of a Parquet catalog to b, a row group at a
+// time. Only the catalog's columns are decoded; see parquet.ReadGroups.
+func parquetRows(data []byte, b *listBuilder) error {
+	var row cells
+	first := true
+	err := parquet.ReadGroups(data, isCatalogColumn, true, b.maxRows, func(cols []parquet.Column, n int, total int64) error {
+		if first {
+			b.grow(int(total))
+		}
+		index := make([]int, len(cols))
+		bounds := make([]boundCell, len(cols)) // side -1: a catalog column
+		for k, c := range cols {
+			index[k] = columnIndex(c.Name)
+			bounds[k].side = -1
+			if index[k] < 0 {
+				bounds[k].col, bounds[k].side = boundOf(c.Name)
+			}
+		}
+		for i := range n {
+			row.bounds = row.bounds[:0]
+			for k, c := range cols {
+				if bounds[k].side >= 0 {
+					if v := c.Values[i]; v.Kind != parquet.KindNull {
+						if v.Kind == parquet.KindString {
+							v.Str = strings.Clone(v.Str) // a view of the row group's bytes
+						}
+						row.bounds = append(row.bounds, boundCell{col: bounds[k].col, side: bounds[k].side, v: v.Any()})
+					}
+					continue
+				}
+				row.c[index[k]] = cell{v: c.Values[i]}
+			}
+			if err := b.addCells(&row); err != nil {
+				return err
+			}
+		}
+		if first {
+			// The text of the rows to come, at this group's bytes a row.
+			b.growTextFor(int(total) - n)
+			first = false
+		}
+		return nil
+	})
 	if errors.Is(err, parquet.ErrTooManyRows) {
-		return nil, tooManyRows(maxRows)
+		return tooManyRows(b.maxRows)
 	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Row, len(rows))
-	for i, r := range rows {
-		out[i] = r
-	}
-	return out, nil
+	return err
 }
 
 func isCatalogColumn(name string) bool {
-	switch name {
-	case colURL, colSegmentID, colChunkID, colOffset, colLength, colNumRows, colDecodedBytes, colVersion:
+	if columnIndex(name) >= 0 {
 		return true
 	}
 	_, side := boundOf(name)

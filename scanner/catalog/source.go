@@ -52,6 +52,10 @@ type Source struct {
 	// bounded by store.MaxListObjects.
 	MaxBytes  int64
 	MaxChunks int
+	// Keep, when set, is asked of every chunk as the source is read: the
+	// list holds only those it keeps (a shard's), plus the source's first
+	// chunk aside (List.First). The limits count every row.
+	Keep func(c *Chunk) bool
 }
 
 func (s *Source) maxBytes() int64 {
@@ -79,17 +83,18 @@ func tooManyChunks(name string, n, max int) error {
 // caller releases the hold.
 type Opener func(rawURL string) (*iosched.Hold, error)
 
-// Resolve turns src into chunks, in catalog order: inline rows, a list of
-// URLs, a catalog file, a glob, a prefix or one object. Every object it
-// reads or lists is opened through open. On failure it returns an error
-// naming the source or the catalog row (a *Error for a catalog's content).
-func Resolve(ctx context.Context, src Source, open Opener) ([]Chunk, error) {
+// Resolve turns src into its list of chunks, in catalog order: inline
+// rows, a list of URLs, a catalog file, a glob, a prefix or one object.
+// Every object it reads or lists is opened through open. On failure it
+// returns an error naming the source or the catalog row (a *Error for a
+// catalog's content).
+func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 	switch {
 	case src.Rows != nil:
 		if len(src.Rows) > src.maxChunks() {
 			return nil, tooManyChunks("(LIST argument)", len(src.Rows), src.maxChunks())
 		}
-		return FromRows(src.Rows, "", "(LIST argument)")
+		return fromRows(src.Rows, "", "(LIST argument)", src.Keep, src.maxChunks())
 	case src.URLs != nil:
 		if len(src.URLs) == 0 {
 			return nil, fmt.Errorf("remote_segments: %w: the LIST of URLs is empty", ErrNoChunks)
@@ -101,14 +106,14 @@ func Resolve(ctx context.Context, src Source, open Opener) ([]Chunk, error) {
 		for i, u := range src.URLs {
 			rows[i] = Row{colURL: u}
 		}
-		return FromRows(rows, "", "(LIST argument)")
+		return fromRows(rows, "", "(LIST argument)", src.Keep, src.maxChunks())
 	}
 	source := strings.TrimSpace(src.Path)
 	if source == "" {
 		return nil, fmt.Errorf("remote_segments: source is empty: give a path, glob, URL, catalog file or LIST")
 	}
 	if f := formatOf(source); f != 0 && !hasGlobMeta(source) {
-		return readCatalog(ctx, open, source, f, src.maxBytes(), src.maxChunks())
+		return readCatalog(ctx, open, source, f, src)
 	}
 	h, err := open(source)
 	if err != nil {
@@ -146,18 +151,19 @@ func Resolve(ctx context.Context, src Source, open Opener) ([]Chunk, error) {
 	if len(objs) > src.maxChunks() {
 		return nil, tooManyChunks(source, len(objs), src.maxChunks())
 	}
-	chunks := make([]Chunk, len(objs))
-	for i, o := range objs {
-		u := st.URL(o.Name)
-		chunks[i] = Chunk{URL: u, SegmentID: segmentOf(u), ChunkID: chunkIDOf(u),
-			Length: -1, Size: o.Size, NumRows: -1, DecodedBytes: -1, Row: i}
+	b := newListBuilder("", source, src.Keep, src.maxChunks())
+	b.grow(len(objs))
+	for _, o := range objs {
+		if err := b.addObject(st.URL(o.Name), o.Size); err != nil {
+			return nil, err
+		}
 	}
-	return chunks, nil
+	return b.finish()
 }
 
-// readCatalog fetches and parses a catalog file of at most maxBytes bytes
-// and maxRows rows.
-func readCatalog(ctx context.Context, open Opener, source string, f Format, maxBytes int64, maxRows int) ([]Chunk, error) {
+// readCatalog fetches and parses a catalog file of at most src.maxBytes()
+// bytes and src.maxChunks() rows.
+func readCatalog(ctx context.Context, open Opener, source string, f Format, src Source) (*List, error) {
 	h, err := open(source)
 	if err != nil {
 		return nil, err
@@ -166,7 +172,7 @@ func readCatalog(ctx context.Context, open Opener, source string, f Format, maxB
 	st, name := h.Store, h.Name
 	// The size a store reports (Content-Length, a HEAD) is not trusted:
 	// the body is read to its end through a cap that fails past maxBytes.
-	capped := &cappedStore{Store: st, max: maxBytes}
+	capped := &cappedStore{Store: st, max: src.maxBytes()}
 	data, err := h.Scheduler.Fetch(ctx, []iosched.Request{{Store: capped, Name: name, Offset: 0, Length: -1}})
 	if err != nil {
 		return nil, &Error{Catalog: source, Row: -1, Err: err}
@@ -175,7 +181,7 @@ func readCatalog(ctx context.Context, open Opener, source string, f Format, maxB
 	if !strings.Contains(base, "://") {
 		base = st.URL(name) // an absolute file:// URL, so relative rows resolve
 	}
-	chunks, err := parse(data[0], f, base, maxRows)
+	chunks, err := parse(data[0], f, base, src.maxChunks(), src.Keep)
 	var ce *Error
 	if errors.As(err, &ce) {
 		ce.Catalog = source

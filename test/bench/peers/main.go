@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&c.only, "only", "", "comma-separated contender keys to run (default all; the report needs all)")
 	flag.StringVar(&c.label, "label", "full", "what kind of run this is, for the report (full, quick)")
 	flag.StringVar(&c.target, "target", "bench-peers", "the make target that runs this, for the report")
-	flag.StringVar(&c.sections, "sections", "build/bench/io.md,build/bench/sweep.md,build/bench/cache.md,test/bench/figures.md", "comma-separated markdown files of W2-W4 and the cache written by test/bench/io, test/bench/scan and test/bench/cache -md, and the hand-written figures behind comments (missing files are named as missing)")
+	flag.StringVar(&c.sections, "sections", "build/bench/io.md,build/bench/sweep.md,build/bench/scale.md,build/bench/cache.md,test/bench/figures.md", "comma-separated markdown files of W2-W4, the scale and the cache sections written by test/bench/io, test/bench/scan, test/bench/scale and test/bench/cache -md, and the hand-written figures behind comments (missing files are named as missing)")
 	flag.Int64Var(&c.rows, "rows", 4_000_000, "rows of the W1 dataset")
 	flag.IntVar(&c.chunks, "chunks", 16, "chunks (IPC files) of the W1 dataset")
 	flag.IntVar(&c.runs, "runs", 3, "interleaved runs of every contender")

@@ -3,6 +3,7 @@ package parquet
 import (
 	"encoding/hex"
 	"fmt"
+	"unsafe"
 )
 
 // Type conversion: a leaf's physical and logical type to the catalog value
@@ -13,6 +14,47 @@ import (
 type unsupported string
 
 func (u unsupported) String() string { return "unsupported Parquet type " + string(u) }
+
+// Kind is what a Value holds.
+type Kind uint8
+
+const (
+	KindNull        Kind = iota // NULL (the zero Value)
+	KindInt                     // Int
+	KindUint                    // uint64(Int): an unsigned 64-bit value
+	KindFloat                   // Float
+	KindString                  // Str
+	KindUnsupported             // a type a catalog does not use; Str names it
+)
+
+// Value is one decoded value. It is a struct, not an interface, so that
+// decoding a column allocates nothing per value: a string is a view of the
+// file's bytes or of a decompressed page (never written once decoded),
+// valid as long as the caller keeps it.
+type Value struct {
+	Kind  Kind
+	Int   int64
+	Float float64
+	Str   string
+}
+
+// Any is v as string, int64, uint64, float64, nil, or an unsupported
+// value whose String names its type.
+func (v Value) Any() any {
+	switch v.Kind {
+	case KindInt:
+		return v.Int
+	case KindUint:
+		return uint64(v.Int)
+	case KindFloat:
+		return v.Float
+	case KindString:
+		return v.Str
+	case KindUnsupported:
+		return unsupported(v.Str)
+	}
+	return nil
+}
 
 // A converter turns decoded physical values into catalog values: string,
 // int64, uint64, float64, nil, or unsupported.
@@ -126,45 +168,48 @@ func converterOf(e pqSchemaElem) converter {
 	return converter{kind: kindUnsupported, what: what}
 }
 
-func (c converter) int(v int64) any {
+func (c converter) int(v int64) Value {
 	switch c.kind {
 	case kindSigned:
 		switch c.width {
 		case 8:
-			return int64(int8(v))
+			v = int64(int8(v))
 		case 16:
-			return int64(int16(v))
+			v = int64(int16(v))
 		case 32:
-			return int64(int32(v))
+			v = int64(int32(v))
 		}
-		return v
+		return Value{Kind: KindInt, Int: v}
 	case kindUnsigned:
 		switch c.width {
 		case 8:
-			return int64(uint8(v))
+			return Value{Kind: KindInt, Int: int64(uint8(v))}
 		case 16:
-			return int64(uint16(v))
+			return Value{Kind: KindInt, Int: int64(uint16(v))}
 		case 32:
-			return int64(uint32(v))
+			return Value{Kind: KindInt, Int: int64(uint32(v))}
 		}
-		return uint64(v)
+		return Value{Kind: KindUint, Int: v}
 	case kindNull:
-		return nil
+		return Value{}
 	}
-	return unsupported(c.what)
+	return Value{Kind: KindUnsupported, Str: c.what}
 }
 
-func (c converter) float(v float64) any {
+func (c converter) float(v float64) Value {
 	if c.kind == kindFloat {
-		return v
+		return Value{Kind: KindFloat, Float: v}
 	}
 	return c.other()
 }
 
-func (c converter) bytes(b []byte) any {
+func (c converter) bytes(b []byte) Value {
 	switch c.kind {
 	case kindString:
-		return string(b)
+		if len(b) == 0 {
+			return Value{Kind: KindString}
+		}
+		return Value{Kind: KindString, Str: unsafe.String(&b[0], len(b))}
 	case kindUUID:
 		var s [36]byte
 		hex.Encode(s[0:8], b[0:4])
@@ -173,14 +218,14 @@ func (c converter) bytes(b []byte) any {
 		hex.Encode(s[19:23], b[8:10])
 		hex.Encode(s[24:], b[10:16])
 		s[8], s[13], s[18], s[23] = '-', '-', '-', '-'
-		return string(s[:])
+		return Value{Kind: KindString, Str: string(s[:])}
 	}
 	return c.other()
 }
 
-func (c converter) other() any {
+func (c converter) other() Value {
 	if c.kind == kindNull {
-		return nil
+		return Value{}
 	}
-	return unsupported(c.what)
+	return Value{Kind: KindUnsupported, Str: c.what}
 }

@@ -12,7 +12,7 @@ import (
 // and BYTE_STREAM_SPLIT.
 
 // decodePlain decodes n PLAIN values of e's physical type.
-func decodePlain(b []byte, n int, e pqSchemaElem, conv converter, out []any) ([]any, error) {
+func decodePlain(b []byte, n int, e pqSchemaElem, conv converter, out []Value) ([]Value, error) {
 	width := 0
 	switch e.typ {
 	case ptBoolean:
@@ -61,7 +61,7 @@ func decodePlain(b []byte, n int, e pqSchemaElem, conv converter, out []any) ([]
 }
 
 // plainValue converts one fixed-width little-endian value.
-func plainValue(v []byte, e pqSchemaElem, conv converter) any {
+func plainValue(v []byte, e pqSchemaElem, conv converter) Value {
 	switch e.typ {
 	case ptInt32:
 		return conv.int(int64(int32(binary.LittleEndian.Uint32(v))))
@@ -79,7 +79,7 @@ func plainValue(v []byte, e pqSchemaElem, conv converter) any {
 
 // decodeDictIndices decodes n RLE/bit-packed dictionary indices (after a
 // bit-width byte) into dictionary values.
-func (r *pqReader) decodeDictIndices(b []byte, n int, dict []any) ([]any, error) {
+func (r *pqReader) decodeDictIndices(b []byte, n int, dict []Value) ([]Value, error) {
 	if n == 0 {
 		return nil, nil
 	}
@@ -94,7 +94,7 @@ func (r *pqReader) decodeDictIndices(b []byte, n int, dict []any) ([]any, error)
 	if err := decodeHybrid(b[1:], width, idx); err != nil {
 		return nil, err
 	}
-	out := make([]any, n)
+	out := r.vals(n)[:n]
 	for i, k := range idx {
 		if int64(k) >= int64(len(dict)) {
 			return nil, fmt.Errorf("index %d into a dictionary of %d", k, len(dict))
@@ -255,7 +255,7 @@ func deltaInts(b []byte, max int) ([]int64, int, error) {
 	return out, pos, nil
 }
 
-func decodeDeltaInts(b []byte, n int, e pqSchemaElem, conv converter, out []any) ([]any, error) {
+func decodeDeltaInts(b []byte, n int, e pqSchemaElem, conv converter, out []Value) ([]Value, error) {
 	if e.typ != ptInt32 && e.typ != ptInt64 {
 		return nil, fmt.Errorf("for a %s column", physicalName(e.typ))
 	}
@@ -278,7 +278,7 @@ func decodeDeltaInts(b []byte, n int, e pqSchemaElem, conv converter, out []any)
 // decodeDeltaBytes decodes DELTA_LENGTH_BYTE_ARRAY, or with prefixes
 // DELTA_BYTE_ARRAY (prefix lengths, then suffixes as
 // DELTA_LENGTH_BYTE_ARRAY). Rebuilt values count against r.inflate.
-func (r *pqReader) decodeDeltaBytes(b []byte, n int, prefixed bool, conv converter, out []any) ([]any, error) {
+func (r *pqReader) decodeDeltaBytes(b []byte, n int, prefixed bool, conv converter, out []Value) ([]Value, error) {
 	var prefixes []int64
 	if prefixed {
 		var k int
@@ -325,7 +325,7 @@ func (r *pqReader) decodeDeltaBytes(b []byte, n int, prefixed bool, conv convert
 }
 
 // decodeByteStreamSplit decodes n values whose bytes are split in streams.
-func decodeByteStreamSplit(b []byte, n int, e pqSchemaElem, conv converter, out []any) ([]any, error) {
+func decodeByteStreamSplit(b []byte, n int, e pqSchemaElem, conv converter, out []Value) ([]Value, error) {
 	var width int
 	switch e.typ {
 	case ptInt32, ptFloat:
@@ -344,8 +344,8 @@ func decodeByteStreamSplit(b []byte, n int, e pqSchemaElem, conv converter, out 
 		return nil, fmt.Errorf("%d bytes for %d values of %d bytes", len(b), n, width)
 	}
 	stride := len(b) / width
-	v := make([]byte, width)
 	for i := 0; i < n; i++ {
+		v := make([]byte, width) // a value may keep its bytes (converter.bytes)
 		for k := range width {
 			v[k] = b[k*stride+i]
 		}

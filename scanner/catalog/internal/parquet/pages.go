@@ -10,7 +10,7 @@ import (
 // their definition levels and the dispatch to an encoding.
 
 // readChunk appends the n values of one column chunk to out.
-func (r *pqReader) readChunk(m pqColumnMeta, leaf pqLeaf, conv converter, n int64, out []any) ([]any, error) {
+func (r *pqReader) readChunk(m pqColumnMeta, leaf pqLeaf, conv converter, n int64, out []Value) ([]Value, error) {
 	switch {
 	case !m.hasMeta:
 		return nil, errors.New("no column metadata")
@@ -30,7 +30,7 @@ func (r *pqReader) readChunk(m pqColumnMeta, leaf pqLeaf, conv converter, n int6
 		return nil, fmt.Errorf("column chunk at byte %d of %d bytes, outside the file of %d", start, m.totalCompressed, size)
 	}
 	chunk := r.data[start : start+m.totalCompressed]
-	var dict []any
+	var dict []Value
 	want := int64(len(out)) + n
 	pos := 0
 	for int64(len(out)) < want {
@@ -77,7 +77,7 @@ func (r *pqReader) readChunk(m pqColumnMeta, leaf pqLeaf, conv converter, n int6
 	return out, nil
 }
 
-func (r *pqReader) readDict(h pqPageHeader, body []byte, codec int32, leaf pqLeaf, conv converter) ([]any, error) {
+func (r *pqReader) readDict(h pqPageHeader, body []byte, codec int32, leaf pqLeaf, conv converter) ([]Value, error) {
 	if h.encoding != encPlain && h.encoding != encPlainDict {
 		return nil, fmt.Errorf("dictionary page encoding %s is not supported (PLAIN is)", encodingName(h.encoding))
 	}
@@ -92,7 +92,7 @@ func (r *pqReader) readDict(h pqPageHeader, body []byte, codec int32, leaf pqLea
 }
 
 // readData decodes one data page (V1 or V2) and appends its values.
-func (r *pqReader) readData(h pqPageHeader, body []byte, codec int32, leaf pqLeaf, conv converter, dict []any, out []any) ([]any, error) {
+func (r *pqReader) readData(h pqPageHeader, body []byte, codec int32, leaf pqLeaf, conv converter, dict []Value, out []Value) ([]Value, error) {
 	n := int(h.numValues)
 	var page, defs []byte
 	if h.typ == pageDataV2 {
@@ -144,7 +144,7 @@ func (r *pqReader) readData(h pqPageHeader, body []byte, codec int32, leaf pqLea
 			present += int(l)
 		}
 	}
-	var vals []any
+	var vals []Value
 	var err error
 	switch h.encoding {
 	case encPlain:
@@ -178,12 +178,18 @@ func (r *pqReader) readData(h pqPageHeader, body []byte, codec int32, leaf pqLea
 			out = append(out, vals[k])
 			k++
 		} else {
-			out = append(out, nil)
+			out = append(out, Value{})
 		}
 	}
 	return out, nil
 }
 
-// vals is a scratch slice for n decoded values (n is bounded by the
-// row group's rows).
-func (r *pqReader) vals(n int) []any { return make([]any, 0, n) }
+// vals is the reader's scratch slice for n decoded values of a page (n is
+// bounded by the row group's rows): they are copied out before the next
+// page is decoded.
+func (r *pqReader) vals(n int) []Value {
+	if cap(r.scratch) < n {
+		r.scratch = make([]Value, 0, n)
+	}
+	return r.scratch[:0]
+}

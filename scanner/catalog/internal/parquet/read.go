@@ -47,6 +47,7 @@ type pqReader struct {
 	inflate int64 // decompressed bytes still allowed
 	zstd    *zstd.Decoder
 	levels  []uint32
+	scratch []Value
 }
 
 // ErrTooManyRows is wrapped by Read's error for a file of more than
@@ -54,48 +55,89 @@ type pqReader struct {
 var ErrTooManyRows = errors.New("too many rows")
 
 // Read decodes the flat columns want accepts into rows: column name to
-// value (string, int64, uint64, float64; a NULL is no entry). A nested or
-// repeated column that want accepts is an error naming it; one it does not
-// is skipped. A wanted column of a type a catalog does not use is an error
-// when strict; otherwise (tests) its values are unsupported. A file of more
-// than maxRows rows fails with ErrTooManyRows before any value is decoded.
-// Every error begins "Parquet: ".
-func Read(data []byte, want func(column string) bool, strict bool, maxRows int) (rows []map[string]any, err error) {
-	defer func() {
-		// Last resort: the decoders check every length, so this is a bug.
-		if r := recover(); r != nil {
-			rows, err = nil, fmt.Errorf("Parquet: internal error: %v", r)
+// value (string, int64, uint64, float64; a NULL is no entry). See
+// ReadGroups for the columns, the limits and the errors.
+func Read(data []byte, want func(column string) bool, strict bool, maxRows int) ([]map[string]any, error) {
+	var rows []map[string]any
+	err := ReadGroups(data, want, strict, maxRows, func(cols []Column, n int, _ int64) error {
+		for i := range n {
+			row := make(map[string]any, len(cols))
+			for _, c := range cols {
+				if v := c.Values[i]; v.Kind != KindNull {
+					row[c.Name] = v.Any()
+				}
+			}
+			rows = append(rows, row)
 		}
-	}()
-	rows, err = readRows(data, want, strict, maxRows)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("Parquet: %w", err)
+		return nil, err
 	}
 	return rows, nil
 }
 
-func readRows(data []byte, want func(string) bool, strict bool, maxRows int) ([]map[string]any, error) {
+// Column is one column's values in a row group, one per row.
+type Column struct {
+	Name   string
+	Values []Value
+}
+
+// ReadGroups decodes the flat columns want accepts one row group at a
+// time and hands each group's columns (in file order) and rows to fn,
+// with the rows of the whole file;
+// the values are valid until fn returns. A nested or repeated column that
+// want accepts is an error naming it; one it does not is skipped. A wanted
+// column of a type a catalog does not use is an error when strict;
+// otherwise (tests) its values are unsupported. A file of more than
+// maxRows rows fails with ErrTooManyRows before any value is decoded. An
+// error of fn is returned as it is; every other error begins "Parquet: ".
+//
+// A group at a time, so that what a large catalog costs beyond the rows
+// its caller keeps is one group's values, not the file's.
+func ReadGroups(data []byte, want func(column string) bool, strict bool, maxRows int, fn func(cols []Column, rows int, total int64) error) (err error) {
+	fromFn := false
+	defer func() {
+		// Last resort: the decoders check every length, so this is a bug.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Parquet: internal error: %v", r)
+		}
+	}()
+	err = readGroups(data, want, strict, maxRows, func(cols []Column, n int, total int64) error {
+		if err := fn(cols, n, total); err != nil {
+			fromFn = true
+			return err
+		}
+		return nil
+	})
+	if err != nil && !fromFn {
+		return fmt.Errorf("Parquet: %w", err)
+	}
+	return err
+}
+
+func readGroups(data []byte, want func(string) bool, strict bool, maxRows int, fn func([]Column, int, int64) error) error {
 	f, err := readFooter(data)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cols, err := leaves(f.schema)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var total int64
 	fits := minRows + maxRowsPerByte*int64(len(data))
 	for g, rg := range f.rowGroups {
 		if len(rg.columns) != len(cols) {
-			return nil, fmt.Errorf("row group %d has %d columns, the schema %d", g, len(rg.columns), len(cols))
+			return fmt.Errorf("row group %d has %d columns, the schema %d", g, len(rg.columns), len(cols))
 		}
 		if rg.numRows < 0 || rg.numRows > fits-total {
-			return nil, fmt.Errorf("row group %d: %d rows: more than %d in all in a file of %d bytes", g, rg.numRows, fits, len(data))
+			return fmt.Errorf("row group %d: %d rows: more than %d in all in a file of %d bytes", g, rg.numRows, fits, len(data))
 		}
 		total += rg.numRows
 	}
 	if total > int64(maxRows) {
-		return nil, fmt.Errorf("%w: %d rows, more than %d", ErrTooManyRows, total, maxRows)
+		return fmt.Errorf("%w: %d rows, more than %d", ErrTooManyRows, total, maxRows)
 	}
 	r := &pqReader{data: data, inflate: min(minInflated+maxInflation*int64(len(data)), maxInflated)}
 	defer func() {
@@ -103,48 +145,46 @@ func readRows(data []byte, want func(string) bool, strict bool, maxRows int) ([]
 			r.zstd.Close()
 		}
 	}()
-	type column struct {
-		name   string
-		values []any
+	type wanted struct {
+		index int
+		leaf  pqLeaf
+		conv  converter
 	}
-	var decoded []column
+	var picked []wanted
 	for c, leaf := range cols {
 		if !want(leaf.top) {
 			continue
 		}
 		if leaf.nested {
-			return nil, fmt.Errorf("column %q is nested or repeated (a list, map or struct): catalog columns must be flat", leaf.top)
+			return fmt.Errorf("column %q is nested or repeated (a list, map or struct): catalog columns must be flat", leaf.top)
 		}
 		conv := converterOf(leaf.elem)
 		if conv.kind == kindUnsupported && strict {
-			return nil, fmt.Errorf("column %q is %s: a catalog column is a string, an integer or a float", leaf.top, conv.what)
+			return fmt.Errorf("column %q is %s: a catalog column is a string, an integer or a float", leaf.top, conv.what)
 		}
-		values := make([]any, 0, total)
-		for g, rg := range f.rowGroups {
-			if rg.numRows == 0 {
-				// An empty row group holds no values, and its column
-				// chunks may hold no data page: arrow-go writes an empty
-				// table as one such group, with data_page_offset 0.
-				continue
+		picked = append(picked, wanted{c, leaf, conv})
+	}
+	decoded := make([]Column, len(picked))
+	for g, rg := range f.rowGroups {
+		if rg.numRows == 0 {
+			// An empty row group holds no values, and its column
+			// chunks may hold no data page: arrow-go writes an empty
+			// table as one such group, with data_page_offset 0.
+			continue
+		}
+		for k, w := range picked {
+			if int64(cap(decoded[k].Values)) < rg.numRows {
+				decoded[k].Values = make([]Value, 0, rg.numRows)
 			}
-			var err error
-			values, err = r.readChunk(rg.columns[c], leaf, conv, rg.numRows, values)
+			values, err := r.readChunk(rg.columns[w.index], w.leaf, w.conv, rg.numRows, decoded[k].Values[:0])
 			if err != nil {
-				return nil, fmt.Errorf("column %q, row group %d: %w", leaf.top, g, err)
+				return fmt.Errorf("column %q, row group %d: %w", w.leaf.top, g, err)
 			}
+			decoded[k] = Column{Name: w.leaf.top, Values: values}
 		}
-		decoded = append(decoded, column{leaf.top, values})
-	}
-	rows := make([]map[string]any, total)
-	for i := range rows {
-		rows[i] = make(map[string]any, len(decoded))
-	}
-	for _, col := range decoded {
-		for i, v := range col.values {
-			if v != nil {
-				rows[i][col.name] = v
-			}
+		if err := fn(decoded, int(rg.numRows), total); err != nil {
+			return err
 		}
 	}
-	return rows, nil
+	return nil
 }

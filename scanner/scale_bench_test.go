@@ -1,0 +1,97 @@
+package scanner
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkCatalogFirstRow binds a scan of the catalog file named by
+// RS_BENCH_CATALOG and takes its first batch.
+func BenchmarkCatalogFirstRow(b *testing.B) {
+	cat := os.Getenv("RS_BENCH_CATALOG")
+	if cat == "" {
+		b.Skip("RS_BENCH_CATALOG not set")
+	}
+	proc := testProcess(b)
+	for b.Loop() {
+		plan, err := Bind(context.Background(), Config{Source: cat, Process: proc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		scan, err := plan.Start(context.Background(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bt, err := scan.Next()
+		if err != nil || bt == nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc)/float64(plan.Chunks.Len()), "live-B/chunk")
+		b.ReportMetric(float64(ms.HeapSys)/float64(plan.Chunks.Len()), "sys-B/chunk")
+		bt.Close()
+		scan.Close()
+	}
+}
+
+func BenchmarkCatalogBind(b *testing.B) {
+	cat := os.Getenv("RS_BENCH_CATALOG")
+	if cat == "" {
+		b.Skip("RS_BENCH_CATALOG not set")
+	}
+	proc := testProcess(b)
+	for b.Loop() {
+		plan, err := Bind(context.Background(), Config{Source: cat, Process: proc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapSys)/float64(plan.Chunks.Len()), "sys-B/chunk")
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc)/float64(plan.Chunks.Len()), "live-B/chunk")
+	}
+}
+
+// BenchmarkTinyChunks scans every chunk of the glob RS_BENCH_GLOB.
+func BenchmarkTinyChunks(b *testing.B) {
+	glob := os.Getenv("RS_BENCH_GLOB")
+	if glob == "" {
+		b.Skip("RS_BENCH_GLOB not set")
+	}
+	proc := testProcess(b)
+	for b.Loop() {
+		plan, err := Bind(context.Background(), Config{Source: glob, Process: proc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		scan, err := plan.Start(context.Background(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			bt, err := scan.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bt == nil {
+				break
+			}
+			for {
+				if _, n := bt.Take(2048); n == 0 {
+					break
+				}
+			}
+			bt.Close()
+		}
+		st := scan.Stats()
+		scan.Close()
+		b.ReportMetric(float64(st.Requests)/float64(st.Chunks), "requests/chunk")
+		b.ReportMetric(float64(st.Chunks)/b.Elapsed().Seconds(), "chunks/s")
+	}
+}
