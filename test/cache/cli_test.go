@@ -48,7 +48,7 @@ func tools(t *testing.T) (string, string) {
 type origin struct {
 	*httptest.Server
 	gets  atomic.Int64
-	delay func()
+	delay atomic.Pointer[func()] // set while the server runs: atomic
 }
 
 func serve(t *testing.T, dir string) *origin {
@@ -61,8 +61,8 @@ func serve(t *testing.T, dir string) *origin {
 		}
 		if r.Method == http.MethodGet {
 			o.gets.Add(1)
-			if o.delay != nil {
-				o.delay()
+			if delay := o.delay.Load(); delay != nil {
+				(*delay)()
 			}
 		}
 		files.ServeHTTP(w, r)
@@ -166,12 +166,13 @@ func TestKilledDuringFill(t *testing.T) {
 	release := make(chan struct{})
 	reached := make(chan struct{})
 	var once sync.Once
-	o.delay = func() {
+	hold := func() {
 		if o.gets.Load() > 8 {
 			once.Do(func() { close(reached) })
 			<-release
 		}
 	}
+	o.delay.Store(&hold)
 	cmd := cli(duckdb, query(ext, list, cacheDir))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
