@@ -222,12 +222,12 @@ PEER_MIX_RUNS ?= 3
 bench: release tools
 	rm -f build/bench/io.md build/bench/sweep.md build/bench/cache.md build/bench/scale.md
 	go test -run '^$$' -bench . -benchmem -count 3 ./budget/
+	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/scan -out build/bench -reps 5 -md build/bench/sweep.md
 	go build -o $(PEERS_BIN) ./test/bench/peers
 	$(PEERS_BIN) -install
-	go run ./test/bench/io -out build/bench -md build/bench/io.md -node build/peers/node -peer-mix-runs $(PEER_MIX_RUNS) -svg test/bench/w2_inflight.svg \
+	go run ./test/bench/io -out build/bench -md build/bench/io.md -hosts cli,cli-v2,gohost -node build/peers/node -peer-mix-runs $(PEER_MIX_RUNS) -svg test/bench/w2_inflight.svg \
 		-w2-svg test/bench/w2_peers.svg -w3-svg test/bench/w3_peers.svg
-	go build -o build/bench/gohost ./test/host/gohost
 	go run ./test/bench/gohost -out build/bench
 	go run ./test/bench/concurrent -out build/bench
 	go run ./test/bench/cache -out build/bench -md build/bench/cache.md

@@ -89,6 +89,7 @@ type runResult struct {
 	events   []faultproxy.Sample // the proxy's in-flight changes, for the picture
 	rss      int64               // peak RSS of a peer's process (0: the scan ran in this process)
 	wall     time.Duration       // a peer's process wall time
+	hostCPU  time.Duration       // a host's process CPU time (user + system)
 }
 
 func (r runResult) mibps(d *dataset) float64 {
@@ -102,6 +103,10 @@ type bench struct {
 	// as a host's scans do.
 	proc *scanner.Process
 	md   markdown // what -md writes
+	// root holds the bench's files; catalogs, the hosts' catalog file
+	// of each dataset by name.
+	root     string
+	catalogs map[string]string
 }
 
 // tracePath is where the next scan writes its Chrome trace when
@@ -130,7 +135,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	b := &bench{srv: srv, proc: scanner.NewProcess(0)}
+	b := &bench{srv: srv, proc: scanner.NewProcess(0), root: root}
 
 	mid, midPeers := b.prepare(root, "mid", datagen.Spec{Segments: *midSegs, ChunksPerSegment: 8, RowsPerChunk: 1600, BatchesPerChunk: 1, Seed: 8}, peersOn())
 	tiny, tinyPeers := b.prepare(root, "tiny", datagen.Spec{Segments: *tinyObjs, ChunksPerSegment: 1, RowsPerChunk: 100, BatchesPerChunk: 1, Seed: 9}, peersOn())
@@ -315,9 +320,11 @@ func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runRes
 	cpu0 := cpuTime()
 	type piece struct{ key, off, n int64 }
 	var pieces []piece
+	var largest int64
 	for i, size := range d.sizes {
 		for off := int64(0); off < size; off += part {
 			pieces = append(pieces, piece{int64(i), off, min(part, size-off)})
+			largest = max(largest, min(part, size-off))
 		}
 	}
 	var next, got atomic.Int64
@@ -325,7 +332,9 @@ func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runRes
 	var wg sync.WaitGroup
 	for range p {
 		wg.Go(func() {
-			buf := make([]byte, part)
+			// As large as the largest piece, no larger: zeroing a buffer
+			// of part bytes per goroutine would slow the reference.
+			buf := make([]byte, largest)
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(len(pieces)) || firstErr.Load() != nil {
@@ -444,7 +453,7 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 	for pi, f := range ps {
 		var p int
 		fmt.Sscan(f, &p)
-		row := w2Row{p: p, peers: map[string][]runResult{}}
+		row := w2Row{p: p, peers: map[string][]runResult{}, hosts: map[string][]runResult{}}
 		for round := range max(1, *rounds) {
 			raw := must("raw", b.raw(d, cfg, p, 8<<20))
 			narrow := must("narrow", b.scan(d, cfg, p, []int{0}))
@@ -457,6 +466,19 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 			row.nested = append(row.nested, nested)
 			row.channel = append(row.channel, channel)
 			row.load = append(row.load, loadAvg1())
+			for _, h := range hostsOn() {
+				for _, wide := range []bool{false, true} {
+					key := h + map[bool]string{false: "-narrow", true: "-wide"}[wide]
+					r := b.hostScan(h, d, cfg, p, wide)
+					row.hosts[key] = append(row.hosts[key], r)
+					if r.err != nil {
+						fmt.Printf("       %-14s FAILED: %v\n", key, r.err)
+						continue
+					}
+					fmt.Printf("       %-14s %9.1f MiB/s  %5.2f× the raw loop  %5d requests  in flight %5.1f  RSS %s, process %.2fs, cpu %.2fs\n", key, r.mibps(d),
+						raw.window.Seconds()/r.window.Seconds(), r.requests, r.inFlight, rssText(r.rss), r.wall.Seconds(), r.hostCPU.Seconds())
+				}
+			}
 			if pd != nil && pi == len(ps)-1 {
 				// The peers at the highest P, in the same round: the
 				// raw loop and remote_segments on the IPC-file copy
@@ -501,6 +523,11 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 		n, nlo, nhi := row.ratios(row.narrow)
 		w, wlo, whi := row.ratios(row.wide)
 		fmt.Printf("%4d  all: narrow %.2f× (%.2f–%.2f), wide %.2f× (%.2f–%.2f): medians of the rounds' ratios (min–max)\n", p, n, nlo, nhi, w, wlo, whi)
+		for _, h := range hostsOn() {
+			if hn, hw, ok := row.hostRatios(h); ok {
+				fmt.Printf("%4d  %s: narrow %s, wide %s\n", p, hostName(h), hn, hw)
+			}
+		}
 		b.md.w2 = append(b.md.w2, row)
 	}
 	fmt.Println("requests: at the proxy, bind included; rt/chunk n: sequential request waves per chunk of the narrow scan (the first chunk is read at bind);")
@@ -550,6 +577,20 @@ func (b *bench) table3(d *dataset) {
 		told16 := must("told 16", b.scan(d, cfg, 16, nil))
 		asks64 := must("asks 64", b.scan(d, cfg, 64, nil))
 		b.md.overload = append(b.md.overload, [2]runResult{told16, asks64})
+		for _, h := range hostsOn() {
+			ht16, ha64 := b.hostScan(h, d, cfg, 16, true), b.hostScan(h, d, cfg, 64, true)
+			if b.md.hostOverload == nil {
+				b.md.hostOverload = map[string][][2]runResult{}
+			}
+			b.md.hostOverload[h] = append(b.md.hostOverload[h], [2]runResult{ht16, ha64})
+			if ht16.err != nil || ha64.err != nil {
+				fmt.Printf("         %s: FAILED: %v %v\n", h, ht16.err, ha64.err)
+				continue
+			}
+			fmt.Printf("         %s: told 16 %v, asks 64 %v = %.2f× told 16; %d requests, %d SlowDowns (%.1f %%)\n", h,
+				ht16.window.Round(time.Millisecond), ha64.window.Round(time.Millisecond), ha64.window.Seconds()/ht16.window.Seconds(),
+				ha64.requests, ha64.proxy.OverCapacity, 100*float64(ha64.proxy.OverCapacity)/float64(max(1, ha64.requests)))
+		}
 		fmt.Printf("round %d: told 16: %v, %d requests, %d SlowDowns\n", round+1, told16.window.Round(time.Millisecond), told16.requests, told16.proxy.OverCapacity)
 		fmt.Printf("         asks 64: %v = %.2f× told 16; %d requests, %d SlowDowns (%.1f %%); limit min %d final %d\n",
 			asks64.window.Round(time.Millisecond), asks64.window.Seconds()/told16.window.Seconds(), asks64.requests,

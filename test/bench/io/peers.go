@@ -108,11 +108,7 @@ func (b *bench) nodeCmd(ctx context.Context, endpoint string, args ...string) *e
 // memory_budget ("": the adaptive default).
 func (b *bench) cliCmd(ctx context.Context, endpoint, glob string, wide bool, budget string) *exec.Cmd {
 	ext, _ := filepath.Abs(*extPath)
-	sel := "printf('RESULT rows=%d sum_x=%d', count(*), CAST(sum(x) AS BIGINT))"
-	if wide {
-		sel = "printf('RESULT rows=%d sum_x=%d sum_i=%d sum_d=%.2f true_b=%d len_s=%d', count(*), CAST(sum(x) AS BIGINT), " +
-			"CAST(sum(i) AS BIGINT), sum(d), count_if(b), CAST(sum(strlen(s)) AS BIGINT))"
-	}
+	sel := resultSelect(wide)
 	if budget != "" {
 		budget = fmt.Sprintf(", memory_budget := '%s'", budget)
 	}
@@ -169,42 +165,50 @@ func (b *bench) peer(kind string, pd *peerData, cfg faultproxy.Config, wide bool
 	default:
 		return runResult{err: fmt.Errorf("unknown peer %q", kind)}
 	}
-	tf, err := os.CreateTemp("", "iobench-time-*")
-	if err != nil {
-		return runResult{err: err}
-	}
-	tf.Close()
-	defer os.Remove(tf.Name())
-	cmd.Args = append([]string{"/usr/bin/time", "-v", "-o", tf.Name()}, cmd.Args...)
-	cmd.Path = "/usr/bin/time"
-	// Its own process group, so that a timeout kills node, not only time.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cpu0 := cpuTime()
-	start := time.Now()
-	runErr := cmd.Run()
-	r := measured(runResult{}, proxy, cpu0)
-	r.wall = time.Since(start)
-	if tv, err := os.ReadFile(tf.Name()); err == nil {
-		if x := maxRSS.FindSubmatch(tv); x != nil {
-			kb, _ := strconv.ParseInt(string(x[1]), 10, 64)
-			r.rss = kb << 10
-		}
-	}
+	r, stdout, stderr, runErr := runTimed(cmd, proxy)
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		r.err = fmt.Errorf("%s %s: killed after %v", kind, mode, timeout.Round(time.Second))
 	case runErr != nil:
-		r.err = fmt.Errorf("%s %s: %v: %s", kind, mode, runErr, lastLine(stderr.String()))
+		r.err = fmt.Errorf("%s %s: %v: %s", kind, mode, runErr, lastLine(stderr))
 	default:
-		r.err = checkAnswer(stdout.String(), pd.files.expected(wide))
+		r.err = checkAnswer(stdout, pd.files.expected(wide))
 		if r.err != nil {
 			r.err = fmt.Errorf("%s %s: %w", kind, mode, r.err)
 		}
 	}
 	return r
+}
+
+// runTimed runs cmd under /usr/bin/time -v in a process group of its own
+// (so that a timeout kills all of it, not only time) and measures it at
+// proxy: the window and requests, its wall time, peak RSS and CPU time.
+func runTimed(cmd *exec.Cmd, proxy *faultproxy.Proxy) (r runResult, stdout, stderr string, err error) {
+	tf, err := os.CreateTemp("", "iobench-time-*")
+	if err != nil {
+		return runResult{}, "", "", err
+	}
+	tf.Close()
+	defer os.Remove(tf.Name())
+	cmd.Args = append([]string{"/usr/bin/time", "-v", "-o", tf.Name()}, cmd.Args...)
+	cmd.Path = "/usr/bin/time"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cpu0 := cpuTime()
+	start := time.Now()
+	err = cmd.Run()
+	r = measured(runResult{}, proxy, cpu0)
+	r.wall = time.Since(start)
+	if tv, rerr := os.ReadFile(tf.Name()); rerr == nil {
+		if x := maxRSS.FindSubmatch(tv); x != nil {
+			kb, _ := strconv.ParseInt(string(x[1]), 10, 64)
+			r.rss = kb << 10
+		}
+		r.hostCPU = timeCPU(string(tv))
+	}
+	return r, out.String(), errOut.String(), err
 }
 
 // checkAnswer compares the RESULT line in out with want.

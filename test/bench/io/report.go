@@ -20,7 +20,9 @@ type markdown struct {
 	w2       []w2Row
 	w3       []w3Run
 	overload [][2]runResult // per round: told 16, asks 64
-	large    *largeResult
+	// hostOverload is the same for each host of -hosts.
+	hostOverload map[string][][2]runResult
+	large        *largeResult
 
 	midPeers, tinyPeers *peerData          // nil: no peers in this run
 	w3peers             map[string][]w3Run // "rs" (on the IPC-file copy), "polars", "lance"
@@ -36,6 +38,37 @@ type w2Row struct {
 	// (on the IPC-file copy), "polars-narrow", "polars-wide",
 	// "lance-narrow", "lance-wide"; one per round, failed runs included.
 	peers map[string][]runResult
+	// hosts: "<host>-narrow", "<host>-wide" for each host of -hosts,
+	// one per round, failed runs included.
+	hosts map[string][]runResult
+}
+
+// hostRatios are host's narrow and wide ratios to the raw loop of their
+// round as "median× (min–max)"; ok is false when no run of it succeeded.
+func (r w2Row) hostRatios(host string) (narrow, wide string, ok bool) {
+	text := func(runs []runResult) string {
+		var xs []float64
+		failed := 0
+		for i, h := range runs {
+			if h.err != nil {
+				failed++
+				continue
+			}
+			xs = append(xs, r.raw[i].window.Seconds()/h.window.Seconds())
+		}
+		if len(xs) == 0 {
+			return fmt.Sprintf("failed (%d of %d runs)", failed, len(runs))
+		}
+		med, lo, hi := medianMinMax(xs)
+		t := fmt.Sprintf("%.2f× (%.2f–%.2f)", med, lo, hi)
+		if failed > 0 {
+			t += fmt.Sprintf(", %d of %d runs failed", failed, len(runs))
+		}
+		ok = true
+		return t
+	}
+	narrow, wide = text(r.hosts[host+"-narrow"]), text(r.hosts[host+"-wide"])
+	return narrow, wide, ok
 }
 
 // ratios are the per-round raw window ÷ scan window (the scan's speed as a
@@ -138,6 +171,7 @@ func (m *markdown) write(path string, mid, tiny *dataset) error {
 				medianOf(r.narrow, func(x runResult) float64 { return x.cpu.Seconds() / (float64(mid.bytes) / (1 << 30)) }), lo, hi)
 		}
 		w("\nRequests are counted at the proxy (bind included). The client's CPU includes the proxy, which runs in the same process; versitygw's is apart. *Nested buffered(k)* is the design the IO scheduler replaces, over the same objects and store: segments k1 at a time × chunks k2 at a time (k1·k2 = max_parallel_io), each level waiting for its whole wave, every chunk fetched whole and decoded (every column) between the waves. The *byte-capped channel* is the other design it replaces: max_parallel_io goroutines each GET the next chunk whole, decode it themselves and send its batches into a channel capped at 64 MiB of decoded bytes (fetched bytes not counted), one consumer summing.\n\n")
+		m.w2HostsSection(w, g, mid)
 		m.w2PeersSection(w, g, mid)
 		if l := m.large; l != nil && len(l.raw) > 0 {
 			wd, wlo, whi, _ := speedRatio(l.wide, l.raw)
@@ -213,4 +247,106 @@ func (m *markdown) write(path string, mid, tiny *dataset) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// w2HostsSection writes the goal lines and the table of W2 through the
+// hosts of -hosts: each goal is met when the median of the rounds meets it
+// and the worst round is within 10 % of it.
+func (m *markdown) w2HostsSection(w, g func(string, ...any), mid *dataset) {
+	hosts := hostsOn()
+	if len(hosts) == 0 {
+		return
+	}
+	w("W2 through the hosts users run, in the same rounds: each host is its own process (`/usr/bin/time -v`) reading the same objects through a CSV catalog of their URLs and lengths, at the same max_parallel_io, the query printing its sums, checked. The window is the proxy's as above (bind's first request to the last); the process's time adds its start, LOAD and the catalog's read. Ratios are to the raw loop of the same round.\n\n")
+	w("| host | max_parallel_io | narrow × raw | wide × raw | in flight narrow / wide | process s narrow / wide | CPU s narrow / wide | peak RSS narrow / wide |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range m.w2 {
+		for _, h := range hosts {
+			nr, nw := r.hosts[h+"-narrow"], r.hosts[h+"-wide"]
+			n, wd, ok := r.hostRatios(h)
+			if !ok {
+				w("| %s | %d | %s | %s | | | | |\n", hostName(h), r.p, n, wd)
+				continue
+			}
+			ok2 := func(x runResult) bool { return x.err == nil }
+			med := func(rs []runResult, f func(runResult) float64) float64 {
+				var xs []float64
+				for _, x := range rs {
+					if ok2(x) {
+						xs = append(xs, f(x))
+					}
+				}
+				v, _, _ := medianMinMax(xs)
+				return v
+			}
+			inflight := func(x runResult) float64 { return x.inFlight }
+			wall := func(x runResult) float64 { return x.wall.Seconds() }
+			cpu := func(x runResult) float64 { return x.hostCPU.Seconds() }
+			rss := func(x runResult) float64 { return float64(x.rss) / (1 << 20) }
+			w("| %s | %d | **%s** | **%s** | %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f MiB |\n", hostName(h), r.p, n, wd,
+				med(nr, inflight), med(nw, inflight), med(nr, wall), med(nw, wall), med(nr, cpu), med(nw, cpu), med(nr, rss), med(nw, rss))
+		}
+	}
+	w("\n")
+	top := m.w2[len(m.w2)-1]
+	for _, h := range hosts {
+		var xs []float64
+		var fl []float64
+		failed := 0
+		for _, kind := range []string{"-narrow", "-wide"} {
+			for i, x := range top.hosts[h+kind] {
+				if x.err != nil {
+					failed++
+					continue
+				}
+				xs = append(xs, top.raw[i].window.Seconds()/x.window.Seconds())
+				fl = append(fl, x.inFlight)
+			}
+		}
+		if len(xs) == 0 {
+			g("- **W2 through %s** (max_parallel_io %d): every run failed; goal ≥ 0.9×: **not met**.\n", hostName(h), top.p)
+			continue
+		}
+		med, lo, _ := medianMinMax(xs)
+		fmed, flo, _ := medianMinMax(fl)
+		n, wd, _ := top.hostRatios(h)
+		g("- **W2 through %s** (max_parallel_io %d, narrow and wide, %d rounds): narrow %s, wide %s the raw loop; goal ≥ 0.9× (worst ≥ 0.81×): %s; requests in flight %.1f (worst %.1f), goal ≥ %.1f: %s%s.\n",
+			hostName(h), top.p, len(top.raw), n, wd, verdict2(med >= 0.9 && lo >= 0.81 && failed == 0, med, 0.9),
+			fmed, flo, 0.9*float64(top.p), verdict2(fmed >= 0.9*float64(top.p) && flo >= 0.81*float64(top.p), fmed, 0.9*float64(top.p)),
+			failedText(failed))
+	}
+	for _, h := range hosts {
+		o := m.hostOverload[h]
+		var ratios, slow []float64
+		failed := 0
+		for _, r := range o {
+			if r[0].err != nil || r[1].err != nil {
+				failed++
+				continue
+			}
+			ratios = append(ratios, r[1].window.Seconds()/r[0].window.Seconds())
+			slow = append(slow, 100*float64(r[1].proxy.OverCapacity)/float64(max(1, r[1].requests)))
+		}
+		if len(ratios) == 0 {
+			continue
+		}
+		t, tlo, thi := medianMinMax(ratios)
+		sm, _, shi := medianMinMax(slow)
+		g("- **Overload through %s** (asks 64 of a store serving 16, every column, %d rounds): **%.2f×** (%.2f–%.2f) the time of the same host told 16, goal ≤ 1.2× (worst ≤ 1.32×): %s; %.1f %% of requests answered SlowDown (worst %.1f %%), goal ≤ 10 %%: %s%s.\n",
+			hostName(h), len(o), t, tlo, thi, verdict2(t <= 1.2 && thi <= 1.32 && failed == 0, t, 1.2), sm, shi, verdict2(sm <= 10 && shi <= 11, sm, 10), failedText(failed))
+	}
+}
+
+// verdict2 is "**met**" or "**not met**" with how far got is from goal.
+func verdict2(ok bool, got, goal float64) string {
+	if ok {
+		return "**met**"
+	}
+	return fmt.Sprintf("**not met** (median %.1f %% from the goal)", 100*abs(got-goal)/goal)
+}
+
+func failedText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d runs failed)", n)
 }

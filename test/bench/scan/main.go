@@ -46,6 +46,7 @@ import (
 var (
 	duckdb = flag.String("duckdb", ".tools/bin/duckdb", "DuckDB CLI")
 	ext    = flag.String("ext", "build/release/remote_segments.duckdb_extension", "the extension")
+	goHost = flag.String("gohost", "build/bench/gohost", "the Go-driver host (test/host/gohost built without -race), for the speed section (absent: skipped)")
 	extV2  = flag.String("ext-v2", "build/release/v2.0.0/remote_segments.duckdb_extension", "the extension's DuckDB 2.0 edition (section v2)")
 	out    = flag.String("out", "build/bench", "where the dataset goes")
 	gib    = flag.Float64("gib", 1.1, "dataset size in GiB")
@@ -195,15 +196,20 @@ SELECT gets, retries, hedges, round(io_utilization, 3), wall_ms FROM remote_segm
 
 var runTime = regexp.MustCompile(`Run Time \(s\): real ([0-9.]+)`)
 
-// timed runs setup, then query reps times with .timer on, and returns the
+// timed runs setup, then query reps times with .timer on in host (the
+// DuckDB CLI, or the Go host, which reads the same input), and returns the
 // median time.
-func timed(ext, setup, query string) time.Duration {
+func timed(host, ext, setup, query string) time.Duration {
 	var sb strings.Builder
 	sb.WriteString(setup + "\n.timer on\n")
 	for range *reps {
 		sb.WriteString(query + "\n")
 	}
-	cmd := exec.Command(*duckdb, "-unsigned", "-csv", "-noheader")
+	args := []string{"-unsigned"}
+	if host == *duckdb {
+		args = append(args, "-csv", "-noheader")
+	}
+	cmd := exec.Command(host, args...)
 	cmd.Stdin = strings.NewReader("LOAD '" + ext + "';\n" + sb.String())
 	cmd.Env = append(os.Environ(), "DUCKDB_AGENT_MODE=0")
 	outBytes, err := cmd.CombinedOutput()
@@ -241,22 +247,42 @@ func speed(ext, dir string, rows, size int64) string {
 		cli(ext, fmt.Sprintf(`COPY (SELECT x, i, d, s FROM remote_segments('%s/**/*.arrow')) TO '%s' (FORMAT parquet);`, dir, parquet))
 	}
 	agg := "sum(x), sum(i), sum(d), sum(length(s))"
-	contenders := []struct{ name, setup, query string }{
-		{"remote_segments (IPC)", "", fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir)},
-		{"read_parquet (same rows)", "", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet)},
-		{"native DuckDB table", fmt.Sprintf("CREATE TABLE t AS SELECT x, i, d, s FROM read_parquet('%s');", parquet), fmt.Sprintf("SELECT %s FROM t;", agg)},
+	rsQuery := fmt.Sprintf("SELECT %s FROM remote_segments('%s/**/*.arrow');", agg, dir)
+	contenders := []struct{ name, host, ext, setup, query string }{
+		{"remote_segments (IPC)", *duckdb, ext, "", rsQuery},
+		{"read_parquet (same rows)", *duckdb, ext, "", fmt.Sprintf("SELECT %s FROM read_parquet('%s');", agg, parquet)},
+		{"native DuckDB table", *duckdb, ext, fmt.Sprintf("CREATE TABLE t AS SELECT x, i, d, s FROM read_parquet('%s');", parquet), fmt.Sprintf("SELECT %s FROM t;", agg)},
+	}
+	// The same scan through the other ways users run it, when built.
+	others := 0
+	for _, o := range []struct{ name, host, ext string }{
+		{"remote_segments (IPC), 2.0 edition", *duckdb, *extV2},
+		{"remote_segments (IPC), Go host", *goHost, ext},
+	} {
+		if _, err := os.Stat(o.host); err != nil {
+			fmt.Printf("(%s: skipped, %v)\n", o.name, err)
+			continue
+		}
+		if _, err := os.Stat(o.ext); err != nil {
+			fmt.Printf("(%s: skipped, %v)\n", o.name, err)
+			continue
+		}
+		oe, _ := filepath.Abs(o.ext)
+		contenders = append(contenders, struct{ name, host, ext, setup, query string }{o.name, o.host, oe, "", rsQuery})
+		others++
 	}
 	times := make([][]float64, len(contenders)) // seconds, by contender, in round order
 	for r := range rounds {
 		for k := range contenders {
 			i := (k + r) % len(contenders)
-			times[i] = append(times[i], timed(ext, contenders[i].setup, contenders[i].query).Seconds())
+			c := contenders[i]
+			times[i] = append(times[i], timed(c.host, c.ext, c.setup, c.query).Seconds())
 		}
 	}
 	var rowsMD strings.Builder
 	for i, c := range contenders {
 		med, lo, hi := medianMinMax(times[i])
-		fmt.Printf("%-28s %8.3f s (%.3f–%.3f) %8.1f M rows/s\n", c.name, med, lo, hi, float64(rows)/med/1e6)
+		fmt.Printf("%-36s %8.3f s (%.3f–%.3f) %8.1f M rows/s\n", c.name, med, lo, hi, float64(rows)/med/1e6)
 		fmt.Fprintf(&rowsMD, "| %s | %.3f | %.3f–%.3f | %.1f |\n", c.name, med, lo, hi, float64(rows)/med/1e6)
 	}
 	// remote_segments against contender i, within each round.
@@ -299,6 +325,15 @@ func speed(ext, dir string, rows, size int64) string {
 	var md strings.Builder
 	fmt.Fprintf(&md, "- **W4 speed** (local files, %.2f GiB, medians of %d interleaved rounds): remote_segments ÷ read_parquet of the same rows **%.2f×** (%.2f–%.2f; goal ≥ 1.0: %s), ÷ a native DuckDB table **%.2f×** (%.2f–%.2f; goal ≥ 0.5: %s).\n",
 		gib, rounds, pq, pqLo, pqHi, verdict(pq >= 1), nat, natLo, natHi, verdict(nat >= 0.5))
+	var hostsMD strings.Builder
+	for i := len(contenders) - others; i < len(contenders); i++ {
+		h, hlo, hhi := ratio(i)
+		fmt.Printf("ratio %s / the CLI with the v1.2.0 file = %.2f (%.2f–%.2f; goal <= 1.10)\n", contenders[i].name, h, hlo, hhi)
+		fmt.Fprintf(&hostsMD, "; %s takes **%.2f×** the CLI's time with the v1.2.0 file (%.2f–%.2f; goal ≤ 1.10: %s)", contenders[i].name, h, hlo, hhi, verdict(h <= 1.10))
+	}
+	if hostsMD.Len() > 0 {
+		fmt.Fprintf(&md, "- **W4 speed, other hosts** (the same scan and rounds)%s.\n", hostsMD.String())
+	}
 	md.WriteString("<!-- sections -->\n")
 	fmt.Fprintf(&md, "### W4: local speed against DuckDB's own readers\n\n`SELECT %s` over the same %.2f GiB of Arrow IPC files (remote_segments, default budget), a Parquet file of the same rows (`read_parquet`) and a native DuckDB table made from it (`CREATE TABLE t AS …` in the same CLI, in memory), in %d interleaved rounds: each contender once per round in a fresh CLI that runs the query %d times with `.timer on` (the median counts), each round starting at the next contender. Seconds are medians over the rounds (min–max); the ratios are taken within each round, then their median (min–max). Measured %s (`go run ./test/bench/scan -sections speed`).\n\n",
 		agg, gib, rounds, *reps, time.Now().UTC().Format("2006-01-02 15:04 UTC"))

@@ -31,7 +31,7 @@ func v2Edition(ext, extV2, dir string) {
 	var times []time.Duration
 	var bytes []int64
 	for _, r := range prune {
-		d := timed(r.ext, "", r.query)
+		d := timed(*duckdb, r.ext, "", r.query)
 		out, _ := cli(r.ext, r.query+lastScan)
 		f := strings.Split(strings.TrimSpace(lastLine(out)), ",")
 		if len(f) < 4 {
@@ -54,8 +54,8 @@ func v2Edition(ext, extV2, dir string) {
 		}
 		return "hash aggregate"
 	}
-	with := timed(extV2, "", group)
-	without := timed(ext, "", group)
+	with := timed(*duckdb, extV2, "", group)
+	without := timed(*duckdb, ext, "", group)
 	fmt.Printf("%-42s %8.3f s  (%s)\n", "GROUP BY segment_id, 2.0 edition", with.Seconds(), explain(extV2))
 	fmt.Printf("%-42s %8.3f s  (%s)\n", "GROUP BY segment_id, v1.2.0 file", without.Seconds(), explain(ext))
 	fmt.Printf("ratio without / with partitions: %.2f\n\n", without.Seconds()/with.Seconds())

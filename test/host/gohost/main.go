@@ -11,6 +11,8 @@
 //	.separator COL ?ROW?   column and row separators (backslash escapes allowed)
 //	.nullvalue TEXT        text printed for NULL
 //	.mode list, .headers on|off, .version, .quit, .exit
+//	.timer on|off          after each statement, its time as the CLI prints it
+//	                       ("Run Time (s): real 0.123 ..."), for the benchmarks
 //
 // The database is in memory and has no remote_segments at start. A statement
 // LOAD '<path>/remote_segments.duckdb_extension' does what loading the
@@ -39,6 +41,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 
@@ -100,6 +103,7 @@ type shell struct {
 	rowSep string
 	null   string
 	header bool
+	timer  bool
 	errors int
 }
 
@@ -197,6 +201,8 @@ func (sh *shell) dot(line string) bool {
 	case cmd == "mode" && len(args) == 2 && args[1] == "list":
 	case (cmd == "headers" || cmd == "header") && len(args) == 2:
 		sh.header = args[1] == "on" || args[1] == "1"
+	case cmd == "timer" && len(args) == 2:
+		sh.timer = args[1] == "on" || args[1] == "1"
 	case cmd == "version":
 		sh.printVersion()
 	default:
@@ -208,7 +214,12 @@ func (sh *shell) dot(line string) bool {
 // runSQL runs the statements of text in order, stopping at the first error.
 func (sh *shell) runSQL(text string) {
 	for _, stmt := range sqltext.Statements(text) {
-		if err := sh.runStatement(stmt); err != nil {
+		start := time.Now()
+		err := sh.runStatement(stmt)
+		if sh.timer {
+			fmt.Fprintf(sh.out, "Run Time (s): real %.3f\n", time.Since(start).Seconds())
+		}
+		if err != nil {
 			sh.report(err)
 			return
 		}
