@@ -51,7 +51,13 @@ type Scan struct {
 	estimate    int64 // wire bytes of a chunk whose size is unknown
 	// probe, if not nil, is closed once the first chunk is decoded (or
 	// failed): until then no other chunk is reserved, as nothing is known
-	// of how far the chunks decompress.
+	// of how far the chunks decompress. There is none when the catalog
+	// gives the first chunk's decoded size or bind saw that its batches
+	// are not compressed (Plan.firstPlain): the reservations' guess, a
+	// ratio of one, is then the first chunk's own, and waiting for it
+	// would only leave the other chunks unread while it is fetched and
+	// decoded. As with the probe, later chunks are assumed to be like
+	// the first until they are measured.
 	probe     chan struct{}
 	probeOnce sync.Once
 	ready     *readyQueue
@@ -148,7 +154,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	s.ready = newReadyQueue(queued, p.cfg.Ordered)
 	s.progress = newProgress(p.Chunks)
-	if !s.counted && p.Chunks.Len() > 1 && p.Chunks.At(0).DecodedBytes < 0 {
+	if !s.counted && p.Chunks.Len() > 1 && p.Chunks.At(0).DecodedBytes < 0 && !p.firstPlain {
 		s.probe = make(chan struct{})
 	}
 	context.AfterFunc(s.ctx, s.ready.wake)

@@ -47,6 +47,10 @@ type Plan struct {
 	// firstLen is the first chunk's length: the wire estimate of chunks of
 	// unknown length, for every Start (first is cleared once used).
 	firstLen int64
+	// firstPlain: bind read the first chunk's batch metadata and none of
+	// its batches is compressed, so its decoded/wire ratio is known
+	// without decoding it (see Scan.probe).
+	firstPlain bool
 	// colBytes is the first chunk's per-column body bytes when it is an
 	// IPC file without dictionaries (nil otherwise): the basis for deciding
 	// whether reading only some columns pays; readPlan is where a projected
@@ -133,6 +137,7 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	p.Schema, p.first, p.firstLen = first.schema, first.data, first.size
+	p.firstPlain = first.meta.Plain
 	p.colBytes, p.bodyLen, p.readPlan = first.meta.ColBytes, first.meta.BodyLen, first.meta.Plan
 	if cfg.UnionByName {
 		if err := p.unionSchemas(ctx); err != nil {

@@ -170,6 +170,9 @@ type FileMeta struct {
 	ColBytes []int64 // body bytes of each schema field, over every batch
 	BodyLen  int64   // body bytes of every batch
 	Plan     ReadPlan
+	// Plain: the file has batches, and none is compressed (LZ4 or ZSTD):
+	// its columns decode into no more bytes than its bodies hold.
+	Plain bool
 }
 
 // ReadFileMeta reads the FileMeta of the IPC file of size bytes through
@@ -209,7 +212,7 @@ func LearnReadPlan(data []byte) ReadPlan {
 // shares of a body, its buffers sit.
 func (l *ipcFileLayout) meta() FileMeta {
 	n := len(l.footer.Schema.Fields())
-	m := FileMeta{Schema: l.footer.Schema, ColBytes: make([]int64, n)}
+	m := FileMeta{Schema: l.footer.Schema, ColBytes: make([]int64, n), Plain: len(l.batches) > 0}
 	spans := make([]colSpan, n)
 	for c := range spans {
 		spans[c] = colSpan{lo: 1, hi: 0}
@@ -217,6 +220,7 @@ func (l *ipcFileLayout) meta() FileMeta {
 	for i, rb := range l.batches {
 		bodyLen := l.footer.Batches[i].BodyLen
 		m.BodyLen += bodyLen
+		m.Plain = m.Plain && rb.Codec < 0
 		for c, cl := range l.layouts[i] {
 			r := columnRange(rb, cl)
 			m.ColBytes[c] += r.Length

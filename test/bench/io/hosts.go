@@ -95,6 +95,10 @@ func (b *bench) hostScan(host string, d *dataset, cfg faultproxy.Config, p int, 
 	} else {
 		sel += fmt.Sprintf(" FROM remote_segments('%s', max_parallel_io := %d, ", cat, p)
 	}
+	if prefix := os.Getenv("IOBENCH_TRACE"); prefix != "" {
+		b.traces++
+		sel += fmt.Sprintf("trace := '%s.%s.%d.json', ", prefix, host, b.traces)
+	}
 	query := fmt.Sprintf("SELECT %ss3_endpoint := '%s', s3_access_key_id := '%s', s3_secret_access_key := '%s', s3_region := '%s', s3_url_style := 'path');",
 		sel, proxy.URL, b.srv.AccessKey, b.srv.SecretKey, b.srv.Region)
 	var bin, ext string

@@ -282,6 +282,15 @@ func measured(r runResult, p *faultproxy.Proxy, cpu0 time.Duration) runResult {
 		r.inFlight = faultproxy.Average(ev, ev[0].T, ev[len(ev)-1].T)
 	}
 	r.events = ev
+	if os.Getenv("IOBENCH_SHAPE") != "" && len(ev) > 0 {
+		// Requests in flight averaged over each 50 ms of the window: where
+		// a run loses time (its start, its middle, its tail).
+		var sb strings.Builder
+		for t := ev[0].T; t.Before(ev[len(ev)-1].T); t = t.Add(50 * time.Millisecond) {
+			fmt.Fprintf(&sb, " %.0f", faultproxy.Average(ev, t, t.Add(50*time.Millisecond)))
+		}
+		fmt.Printf("      in flight per 50 ms:%s\n", sb.String())
+	}
 	r.proxy = p.Stats()
 	r.requests = r.proxy.Requests
 	r.cpu = cpuTime() - cpu0
