@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"weak"
 )
 
 // TestProcessOwnsItsScans: a scan is listed by the Process it ran in (and
@@ -44,5 +46,42 @@ func TestProcessOwnsItsScans(t *testing.T) {
 	}
 	if _, err := Bind(context.Background(), Config{Source: src}); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("Bind without a Process: %v, want ErrNoProcess", err)
+	}
+}
+
+// TestFinishedScansPinNoPlan: the registry remembers a finished scan's row
+// (its stats stay listed) but not its plan: once the caller drops the plan
+// and the scan, the chunk list is collected (a process that ran scans of a
+// million chunks must not hold their lists), while the row still reads
+// the scan's counters and its budget's live figures.
+func TestFinishedScansPinNoPlan(t *testing.T) {
+	dir, _ := writeDataset(t)
+	p := testProcess(t)
+	plan, err := Bind(context.Background(), Config{Process: p, Source: filepath.Join(dir, "chunks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := weak.Make(plan.Chunks)
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := drain(t, scan, 1, 0)
+	var want int64
+	for _, n := range rows {
+		want += n
+	}
+	id := scan.ID()
+	scan.Close()
+	plan, scan = nil, nil
+	for range 5 {
+		runtime.GC()
+	}
+	if chunks.Value() != nil {
+		t.Error("the finished scan's chunk list is still reachable after the plan and the scan were dropped")
+	}
+	infos := p.Scans()
+	if len(infos) != 1 || infos[0].ID != id || infos[0].State != "done" || infos[0].Rows != want || infos[0].Chunks == 0 {
+		t.Errorf("the registry lists %+v; want scan %d, done, %d rows", infos, id, want)
 	}
 }

@@ -1,9 +1,11 @@
 package scanner
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 
+	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
 
@@ -11,14 +13,23 @@ import (
 const keepFinished = 64
 
 // registry lists a process's scans behind remote_segments_stats(): every
-// running scan and the newest finished ones. Finished scans stay live
-// objects, so a budget's in-use figure shows bytes that batches still held
-// by a DuckDB thread give back after the scan ended. A zero registry is
+// running scan and the newest finished ones. A finished scan is kept as
+// its row, taken when it ended, and its budget, which stays live so that
+// the in-use figure shows the bytes that batches still held by a DuckDB
+// thread give back after the scan ended; nothing else of it (its plan's
+// chunk list, the catalog, the queues) is kept: a process that ran
+// scans of a million chunks must not hold their lists. A zero registry is
 // ready to use.
 type registry struct {
 	mu       sync.Mutex
 	running  map[uint64]*Scan
-	finished []*Scan // oldest first, at most keepFinished
+	finished []finishedScan // oldest first, at most keepFinished
+}
+
+// finishedScan is what the registry keeps of a scan that ended.
+type finishedScan struct {
+	info   ScanInfo
+	budget *budget.Budget
 }
 
 // ScanInfo is one row of remote_segments_stats().
@@ -47,7 +58,7 @@ func (r *registry) finish(s *Scan) {
 		return
 	}
 	delete(r.running, s.id)
-	r.finished = append(r.finished, s)
+	r.finished = append(r.finished, finishedScan{info: s.info(), budget: s.budget})
 	if len(r.finished) > keepFinished {
 		r.finished = slices.Delete(r.finished, 0, len(r.finished)-keepFinished)
 	}
@@ -55,36 +66,38 @@ func (r *registry) finish(s *Scan) {
 
 // Scans describes the finished scans the process remembers and the running
 // ones, ordered by ID; nil for a nil Process.
-func (p *Process) Scans() []ScanInfo { return p.scansOf(func(*Scan) bool { return true }) }
+func (p *Process) Scans() []ScanInfo { return p.scansOf(func(uint64) bool { return true }) }
 
 // ScansOf is Scans of one owner's scans only (Config.Owner).
 func (p *Process) ScansOf(owner uint64) []ScanInfo {
-	return p.scansOf(func(s *Scan) bool { return s.plan.cfg.Owner == owner })
+	return p.scansOf(func(o uint64) bool { return o == owner })
 }
 
-func (p *Process) scansOf(keep func(*Scan) bool) []ScanInfo {
+func (p *Process) scansOf(keep func(owner uint64) bool) []ScanInfo {
 	if p == nil {
 		return nil
 	}
 	r := &p.scans
 	r.mu.Lock()
-	var all []*Scan
-	for _, s := range r.finished {
-		if keep(s) {
-			all = append(all, s)
+	var out []ScanInfo
+	for _, f := range r.finished {
+		if keep(f.info.Owner) {
+			i := f.info
+			i.Budget = f.budget.Stats()
+			out = append(out, i)
 		}
 	}
+	var running []*Scan
 	for _, s := range r.running {
-		if keep(s) {
-			all = append(all, s)
+		if keep(s.plan.cfg.Owner) {
+			running = append(running, s)
 		}
 	}
 	r.mu.Unlock()
-	slices.SortFunc(all, func(a, b *Scan) int { return int(a.id) - int(b.id) })
-	out := make([]ScanInfo, len(all))
-	for i, s := range all {
-		out[i] = s.info()
+	for _, s := range running {
+		out = append(out, s.info())
 	}
+	slices.SortFunc(out, func(a, b ScanInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
