@@ -2,10 +2,12 @@ package store_test
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,7 +96,167 @@ func TestListFileBound(t *testing.T) {
 	if !errors.Is(err, store.ErrTooMany) || !strings.Contains(err.Error(), "more than 2 in one listing") {
 		t.Fatalf("past the bound: %d objects, err = %v", len(objs), err)
 	}
-	if _, err := store.Glob(context.Background(), st, name+"*/*"); !errors.Is(err, store.ErrTooMany) {
+	if _, err := store.Glob(context.Background(), st, name+"*/*", 4); !errors.Is(err, store.ErrTooMany) {
 		t.Fatalf("a glob past the bound: err = %v", err)
+	}
+}
+
+// fakeS3 is an S3 endpoint that lists the keys it holds as ListObjectsV2
+// does (prefix, delimiter "/", start-after, continuation tokens) with
+// perPage entries a page, and serves nothing else. Before each listing it
+// calls hook, if set, with the request and the listing's prefix: a
+// non-zero status fails the listing with it. It counts the listings'
+// pages.
+type fakeS3 struct {
+	keys    []string // sorted
+	perPage int
+	hook    func(r *http.Request, prefix string) int
+	pages   atomic.Int64
+}
+
+func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("list-type") != "2" {
+		http.Error(w, "not a listing", http.StatusBadRequest)
+		return
+	}
+	prefix, delim := q.Get("prefix"), q.Get("delimiter")
+	if f.hook != nil {
+		if status := f.hook(r, prefix); status != 0 {
+			w.WriteHeader(status)
+			return
+		}
+	}
+	f.pages.Add(1)
+	after := q.Get("start-after")
+	token := q.Get("continuation-token")
+	if token != "" {
+		after = token[2:]
+	}
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>bkt</Name>`)
+	n, last, truncated := 0, "", false
+	for _, k := range f.keys {
+		if !strings.HasPrefix(k, prefix) || k <= after || (strings.HasPrefix(token, "p:") && strings.HasPrefix(k, after)) {
+			continue
+		}
+		item, folder := k, false
+		if delim != "" {
+			if i := strings.Index(k[len(prefix):], delim); i >= 0 {
+				item, folder = k[:len(prefix)+i+1], true
+				if "p:"+item == last {
+					continue
+				}
+			}
+		}
+		if n == f.perPage {
+			truncated = true
+			break
+		}
+		n++
+		var esc strings.Builder
+		xml.EscapeText(&esc, []byte(item))
+		if folder {
+			fmt.Fprintf(&b, "<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>", esc.String())
+			last = "p:" + item
+		} else {
+			fmt.Fprintf(&b, "<Contents><Key>%s</Key><Size>%d</Size></Contents>", esc.String(), len(k))
+			last = "k:" + item
+		}
+	}
+	fmt.Fprintf(&b, "<KeyCount>%d</KeyCount><IsTruncated>%t</IsTruncated>", n, truncated)
+	if truncated {
+		var esc strings.Builder
+		xml.EscapeText(&esc, []byte(last))
+		fmt.Fprintf(&b, "<NextContinuationToken>%s</NextContinuationToken>", esc.String())
+	}
+	b.WriteString("</ListBucketResult>")
+	w.Header().Set("Content-Type", "application/xml")
+	w.Write([]byte(b.String()))
+}
+
+// openFake serves f and opens an S3 store on it.
+func openFake(t *testing.T, f *fakeS3) store.Store {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	st, _ := open(t, "s3://bkt/", store.Options{S3Endpoint: srv.URL, S3AccessKeyID: "k", S3SecretAccessKey: "s", S3Region: "us-east-1"})
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// treeKeys is a tree with objects at several levels: folders that are
+// also objects ("ds/s1" and "ds/s1/…", the marker "ds/s2/"), siblings
+// that sort between a folder's names ("ds/s1.arrow", "ds/s1-x/…"), an
+// empty part ("ds//e.arrow"), folders no pattern part matches, and deep
+// and sparse folders.
+func treeKeys() []string {
+	keys := []string{
+		"ds/a.arrow", "ds/s1", "ds/s1.arrow", "ds/s1-x/a.arrow", "ds/s2/", "ds//e.arrow",
+		"ds/deep/1/2/3/4/5/6/x.arrow", "ds/deep/1/y.arrow", "ds/deep/1/2/3/z.txt",
+		"ds/other.txt", "top.arrow", "dsx/a.arrow",
+	}
+	for s := range 7 {
+		for c := range 5 {
+			keys = append(keys, fmt.Sprintf("ds/s%d/c%d.arrow", s, c))
+			if c%2 == 0 {
+				keys = append(keys, fmt.Sprintf("ds/s%d/sub%d/c%d.arrow", s, c, c))
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestGlobByFolder: a glob listed folder by folder, at once, finds what a
+// flat listing filtered by the pattern finds, in the same order, whatever
+// the parallelism (which moves the split between levels listed with a
+// delimiter and ranges).
+func TestGlobByFolder(t *testing.T) {
+	leakCheck(t)
+	f := &fakeS3{keys: treeKeys(), perPage: 3}
+	st := openFake(t, f)
+	ctx := context.Background()
+	all, err := st.List(ctx, "bkt/")
+	if err != nil || len(all) != len(f.keys) {
+		t.Fatalf("flat listing: %d objects, %v; want %d", len(all), err, len(f.keys))
+	}
+	for _, pattern := range []string{
+		"ds/**/*.arrow", "ds/**", "**", "ds/*/*.arrow", "ds/s*/**/c?.arrow", "ds/*", "ds/s1*", "ds/deep/**/x.arrow",
+		"ds/*/sub*/*", "*/s1/*", "ds//*", "d*/**/*.arrow", "ds/s1/c1*.arrow", "nothing/**",
+	} {
+		var want []string
+		for _, o := range all {
+			if store.Match("bkt/"+pattern, o.Name) {
+				want = append(want, o.Name)
+			}
+		}
+		for _, parallel := range []int{1, 2, 3, 8, 64} {
+			got, err := store.Glob(ctx, st, "bkt/"+pattern, parallel)
+			if err != nil {
+				t.Fatalf("Glob(%s, %d): %v", pattern, parallel, err)
+			}
+			var names []string
+			for _, o := range got {
+				names = append(names, o.Name)
+				if o.Size != int64(len(strings.TrimPrefix(o.Name, "bkt/"))) {
+					t.Fatalf("Glob(%s, %d): %s of size %d", pattern, parallel, o.Name, o.Size)
+				}
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("Glob(%s, %d) =\n%v\nwant\n%v", pattern, parallel, names, want)
+			}
+		}
+	}
+	for _, prefix := range []string{"", "ds/", "ds/s", "ds/s1", "ds/deep/"} {
+		want, err := st.List(ctx, "bkt/"+prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, parallel := range []int{2, 5, 64} {
+			got, err := store.ListTree(ctx, st, "bkt/"+prefix, parallel)
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("ListTree(%q, %d) = %v, %v; want %v", prefix, parallel, got, err, want)
+			}
+		}
 	}
 }

@@ -1,0 +1,194 @@
+package store
+
+import (
+	"context"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// folderLister is a Store that can list one folder level at a time and a
+// range of names (S3's ListObjectsV2 with Delimiter and StartAfter): what
+// lets a listing of many objects run as several listings at once.
+type folderLister interface {
+	// listKeys pages through the objects of q (see keyQuery), counting
+	// every page and every object or folder it keeps against b. Objects
+	// and folders each come back sorted by name.
+	listKeys(ctx context.Context, q keyQuery, b *listBound) (objs []ObjectInfo, folders []string, err error)
+}
+
+// keyQuery is one listing: the names that start with prefix, greater than
+// startAfter ("": from the first) and less than end ("": to the last). With
+// folders, a name that has a '/' after prefix comes back once as its
+// folder, the name up to and including that '/', instead of as objects.
+type keyQuery struct {
+	prefix, startAfter, end string
+	folders                 bool
+}
+
+// maxFolderLevels is how many levels below the listing's prefix are listed
+// one folder at a time before the rest is listed in ranges.
+//
+// Why levels, then ranges: a listing with a delimiter returns a folder's own
+// objects and names its subfolders, so each level costs one round trip (all
+// of its folders at once) and only one part-filled page per folder; it is
+// how the listing learns where to split. A deep tree of sparse folders
+// would cost a request per folder, and a chain of single folders a round
+// trip per level, so the descent stops at maxFolderLevels, or as soon as a
+// level has as many folders as listings may run at once; those folders are
+// then listed without a delimiter in at most parallel contiguous ranges of
+// names, which costs what one flat listing of them costs, plus at most one
+// part-filled page per range.
+const maxFolderLevels = 4
+
+// listTree lists the objects under prefix that match the Glob pattern
+// parts pat (nil: all of them), sorted by name. A store that is no
+// folderLister, or parallel < 2, is asked once with List.
+func listTree(ctx context.Context, st Store, prefix string, pat []string, parallel int) ([]ObjectInfo, error) {
+	fl, ok := st.(folderLister)
+	if !ok || parallel < 2 {
+		objs, err := st.List(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return keepMatches(objs, pat), nil
+	}
+	var bound listBound
+	var found [][]ObjectInfo
+	level := []string{prefix}
+	for depth := 0; len(level) > 0; depth++ {
+		if depth > 0 && (len(level) >= parallel || depth > maxFolderLevels) {
+			objs, err := listRanges(ctx, fl, level, pat, parallel, &bound)
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, objs...)
+			break
+		}
+		objs := make([][]ObjectInfo, len(level))
+		subs := make([][]string, len(level))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(parallel)
+		for i, p := range level {
+			g.Go(func() error {
+				var err error
+				objs[i], subs[i], err = fl.listKeys(gctx, keyQuery{prefix: p, folders: true}, &bound)
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		// The folders of a level come out sorted: those of each folder are,
+		// and the level's folders are disjoint ranges of names, in order.
+		var next []string
+		for i := range level {
+			found = append(found, keepMatches(objs[i], pat))
+			for _, f := range subs[i] {
+				if pat == nil || mayHold(pat, f) {
+					next = append(next, f)
+				}
+			}
+		}
+		level = next
+	}
+	var n int
+	for _, objs := range found {
+		n += len(objs)
+	}
+	out := make([]ObjectInfo, 0, n)
+	for _, objs := range found {
+		out = append(out, objs...)
+	}
+	// A folder's own objects interleave with its subfolders' names
+	// ("a.x" < "a/" < "a0"): the pieces are each sorted, not in order.
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// listRanges lists the objects in folders (sorted, each ending in '/', none
+// the prefix of another) that match pat, in at most parallel listings of
+// contiguous runs of folders, all at once; each piece it returns is sorted.
+func listRanges(ctx context.Context, fl folderLister, folders []string, pat []string, parallel int, bound *listBound) ([][]ObjectInfo, error) {
+	n := min(parallel, len(folders))
+	out := make([][]ObjectInfo, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i := range n {
+		run := folders[i*len(folders)/n : (i+1)*len(folders)/n]
+		g.Go(func() error {
+			first, last := run[0], run[len(run)-1]
+			q := keyQuery{prefix: first}
+			if len(run) > 1 {
+				// Every name under first is past first less its '/', and every
+				// name under last is before last with its '/' made '0' (the
+				// next byte): the names of the run's folders lie between.
+				q = keyQuery{prefix: commonPrefix(first, last), startAfter: first[:len(first)-1], end: last[:len(last)-1] + "0"}
+			}
+			objs, _, err := fl.listKeys(gctx, q, bound)
+			if err != nil {
+				return err
+			}
+			if len(run) > 1 {
+				// Between the run's folders lie names outside of them: a
+				// parent's own objects, folders that cannot match.
+				objs = slices.DeleteFunc(objs, func(o ObjectInfo) bool { return !inFolders(run, o.Name) })
+			}
+			out[i] = keepMatches(objs, pat)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// inFolders reports whether name lies in one of folders (sorted, none the
+// prefix of another): the last folder not after name is its only candidate.
+func inFolders(folders []string, name string) bool {
+	i := sort.Search(len(folders), func(k int) bool { return folders[k] > name }) - 1
+	return i >= 0 && strings.HasPrefix(name, folders[i])
+}
+
+func commonPrefix(a, b string) string {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return a[:i]
+		}
+	}
+	return a[:n]
+}
+
+// keepMatches filters objs, in place, to the names that match the Glob
+// pattern parts pat; nil keeps all.
+func keepMatches(objs []ObjectInfo, pat []string) []ObjectInfo {
+	if pat == nil {
+		return objs
+	}
+	return slices.DeleteFunc(objs, func(o ObjectInfo) bool { return !matchParts(pat, strings.Split(o.Name, "/")) })
+}
+
+// mayHold reports whether a name below folder (a name ending in '/') can
+// match the Glob pattern parts pat. It may say yes when none does, never
+// no when one does: the listing filters every name it keeps.
+func mayHold(pat []string, folder string) bool {
+	dir := strings.Split(strings.TrimSuffix(folder, "/"), "/")
+	for ; len(dir) > 0; dir = dir[1:] {
+		if len(pat) == 0 {
+			return false
+		}
+		if pat[0] == "**" {
+			return true // it takes the rest of dir, and what follows
+		}
+		if ok, _ := path.Match(pat[0], dir[0]); !ok {
+			return false
+		}
+		pat = pat[1:]
+	}
+	return len(pat) > 0 // a name below has at least one more part
+}
