@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
@@ -72,6 +73,15 @@ func TestListEndless(t *testing.T) {
 			}
 			if got := pages.Load(); got > tt.maxPages {
 				t.Fatalf("%d pages asked for, want at most %d", got, tt.maxPages)
+			}
+			// The same through a glob's listings by folder.
+			pages.Store(0)
+			objs, err = store.Glob(context.Background(), st, name+"**", 4)
+			if !strings.Contains(fmt.Sprint(err), tt.want) || !strings.Contains(err.Error(), "LIST s3://bkt/ds/") {
+				t.Fatalf("glob: %d objects, err = %v; want %q", len(objs), err, tt.want)
+			}
+			if got := pages.Load(); got > tt.maxPages {
+				t.Fatalf("glob: %d pages asked for, want at most %d", got, tt.maxPages)
 			}
 		})
 	}
@@ -256,6 +266,169 @@ func TestGlobByFolder(t *testing.T) {
 			got, err := store.ListTree(ctx, st, "bkt/"+prefix, parallel)
 			if err != nil || !slices.Equal(got, want) {
 				t.Errorf("ListTree(%q, %d) = %v, %v; want %v", prefix, parallel, got, err, want)
+			}
+		}
+	}
+}
+
+// folderKeys is ds/s0/ … ds/s<n-1>/, each with m objects.
+func folderKeys(n, m int) []string {
+	var keys []string
+	for s := range n {
+		for c := range m {
+			keys = append(keys, fmt.Sprintf("ds/s%d/c%d.arrow", s, c))
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestGlobListsAtOnce: the folders of a glob are listed at once, as many
+// listings at a time as the parallelism allows and no more, whether the
+// folders are listed one by one or in ranges. Each listing below ds/
+// waits until want of them run at once: listed one after the other, the
+// first would wait for ever (the test's deadline fails it).
+func TestGlobListsAtOnce(t *testing.T) {
+	leakCheck(t)
+	for _, tt := range []struct{ folders, parallel, want int }{
+		{4, 8, 4}, // each folder with a delimiter
+		{6, 3, 3}, // three ranges of two folders
+	} {
+		t.Run(fmt.Sprintf("%d folders, parallel %d", tt.folders, tt.parallel), func(t *testing.T) {
+			var running, most atomic.Int64
+			all := make(chan struct{})
+			f := &fakeS3{keys: folderKeys(tt.folders, 5), perPage: 2}
+			f.hook = func(r *http.Request, prefix string) int {
+				if prefix == "ds/" {
+					return 0
+				}
+				n := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				if n == int64(tt.want) {
+					close(all)
+				}
+				select {
+				case <-all:
+				case <-r.Context().Done():
+				}
+				return 0
+			}
+			st := openFake(t, f)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			got, err := store.Glob(ctx, st, "bkt/ds/**/*.arrow", tt.parallel)
+			if err != nil || len(got) != tt.folders*5 {
+				t.Fatalf("%d objects, %v; want %d listed by %d listings at once", len(got), err, tt.folders*5, tt.want)
+			}
+			if m := most.Load(); m != int64(tt.want) {
+				t.Fatalf("at most %d listings at once, want %d (parallel %d)", m, tt.want, tt.parallel)
+			}
+		})
+	}
+}
+
+// TestGlobCancel: canceling a glob stops every listing it runs, and it
+// returns the context's error with no goroutine left (leakCheck).
+func TestGlobCancel(t *testing.T) {
+	leakCheck(t)
+	started := make(chan string, 8)
+	f := &fakeS3{keys: folderKeys(4, 3), perPage: 2}
+	f.hook = func(r *http.Request, prefix string) int {
+		if prefix == "ds/" {
+			return 0
+		}
+		started <- prefix
+		<-r.Context().Done()
+		return http.StatusServiceUnavailable
+	}
+	st := openFake(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.Glob(ctx, st, "bkt/ds/*/*.arrow", 8)
+		done <- err
+	}()
+	deadline := time.After(20 * time.Second)
+	for range 4 {
+		select {
+		case <-started:
+		case <-deadline:
+			cancel()
+			t.Fatalf("the four folders' listings did not all start (glob: %v)", <-done)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled glob: err = %v, want context.Canceled", err)
+	}
+}
+
+// TestGlobFolderError: one folder's listing failing fails the glob with
+// that listing's error, naming its URL, and stops the others, which would
+// otherwise wait for ever; in ranges as in folders.
+func TestGlobFolderError(t *testing.T) {
+	leakCheck(t)
+	for _, tt := range []struct {
+		parallel int
+		fail     func(r *http.Request, prefix string) bool
+		url      string
+	}{
+		{8, func(_ *http.Request, prefix string) bool { return prefix == "ds/s2/" }, "LIST s3://bkt/ds/s2/: HTTP 500"},
+		{2, func(r *http.Request, _ string) bool { return r.URL.Query().Get("start-after") == "ds/s2" }, "LIST s3://bkt/ds/s: HTTP 500"},
+	} {
+		f := &fakeS3{keys: folderKeys(4, 3), perPage: 2}
+		f.hook = func(r *http.Request, prefix string) int {
+			switch {
+			case prefix == "ds/":
+				return 0
+			case tt.fail(r, prefix):
+				return http.StatusInternalServerError
+			}
+			<-r.Context().Done()
+			return http.StatusServiceUnavailable
+		}
+		st := openFake(t, f)
+		_, err := store.Glob(context.Background(), st, "bkt/ds/**/*.arrow", tt.parallel)
+		if err == nil || !strings.Contains(err.Error(), tt.url) {
+			t.Fatalf("parallel %d: err = %v, want %q", tt.parallel, err, tt.url)
+		}
+	}
+}
+
+// TestGlobBounds: the bounds on objects and pages hold for the listings of
+// one glob together, though each alone is far under them.
+func TestGlobBounds(t *testing.T) {
+	leakCheck(t)
+	f := &fakeS3{keys: folderKeys(6, 5), perPage: 2}
+	st := openFake(t, f)
+	ctx := context.Background()
+	for _, parallel := range []int{2, 8} {
+		f.pages.Store(0)
+		if _, err := store.Glob(ctx, st, "bkt/ds/**/*.arrow", parallel); err != nil {
+			t.Fatal(err)
+		}
+		pages := int(f.pages.Load())
+		for _, tt := range []struct {
+			objects, pages int
+			want           string
+		}{
+			{30, pages, ""},
+			{29, pages, "more than 29 in one listing"},
+			{30, pages - 1, fmt.Sprintf("a listing of more than %d pages", pages-1)},
+		} {
+			restore := store.SetListBounds(tt.objects, tt.pages)
+			objs, err := store.Glob(ctx, st, "bkt/ds/**/*.arrow", parallel)
+			restore()
+			if tt.want == "" {
+				if err != nil || len(objs) != 30 {
+					t.Fatalf("parallel %d, at the bounds: %d objects, %v", parallel, len(objs), err)
+				}
+				continue
+			}
+			if !errors.Is(err, store.ErrTooMany) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "LIST s3://bkt/ds/") {
+				t.Fatalf("parallel %d, bounds %d objects %d pages: err = %v; want %q", parallel, tt.objects, tt.pages, err, tt.want)
 			}
 		}
 	}

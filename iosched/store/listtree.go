@@ -15,7 +15,7 @@ import (
 // lets a listing of many objects run as several listings at once.
 type folderLister interface {
 	// listKeys pages through the objects of q (see keyQuery), counting
-	// every page and every object or folder it keeps against b. Objects
+	// every page and every object it keeps against b. Objects
 	// and folders each come back sorted by name.
 	listKeys(ctx context.Context, q keyQuery, b *listBound) (objs []ObjectInfo, folders []string, err error)
 }

@@ -427,10 +427,11 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) ([
 			name := bucket + "/" + aws.ToString(cp.Prefix)
 			if inRange(name) {
 				folders = append(folders, name)
-				kept++
 			}
 			past = past || (q.end != "" && name >= q.end)
 		}
+		// The objects kept count against the bound; folders, through the
+		// pages that hold them.
 		if err := bound.add(kept); err != nil {
 			return nil, nil, s.fail("LIST", q.prefix, "", err)
 		}
