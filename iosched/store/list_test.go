@@ -74,13 +74,14 @@ func TestListEndless(t *testing.T) {
 			if got := pages.Load(); got > tt.maxPages {
 				t.Fatalf("%d pages asked for, want at most %d", got, tt.maxPages)
 			}
-			// The same through a glob's listings by folder.
+			// The same through a glob's listings by folder, which also asks
+			// for the first page of a flat listing.
 			pages.Store(0)
 			objs, err = store.Glob(context.Background(), st, name+"**", 4)
 			if !strings.Contains(fmt.Sprint(err), tt.want) || !strings.Contains(err.Error(), "LIST s3://bkt/ds/") {
 				t.Fatalf("glob: %d objects, err = %v; want %q", len(objs), err, tt.want)
 			}
-			if got := pages.Load(); got > tt.maxPages {
+			if got := pages.Load(); got > tt.maxPages+1 {
 				t.Fatalf("glob: %d pages asked for, want at most %d", got, tt.maxPages)
 			}
 		})
@@ -223,7 +224,15 @@ func treeKeys() []string {
 // delimiter and ranges).
 func TestGlobByFolder(t *testing.T) {
 	leakCheck(t)
-	f := &fakeS3{keys: treeKeys(), perPage: 3}
+	// Pages of 1 to 20 names move where the first page ends (and what it
+	// tells of the folders' sizes); 1000 holds the whole tree.
+	for _, perPage := range []int{1, 3, 20, 1000} {
+		t.Run(fmt.Sprint(perPage), func(t *testing.T) { testGlobByFolder(t, perPage) })
+	}
+}
+
+func testGlobByFolder(t *testing.T, perPage int) {
+	f := &fakeS3{keys: treeKeys(), perPage: perPage}
 	st := openFake(t, f)
 	ctx := context.Background()
 	all, err := st.List(ctx, "bkt/")
@@ -409,7 +418,10 @@ func TestGlobBounds(t *testing.T) {
 		if _, err := store.Glob(ctx, st, "bkt/ds/**/*.arrow", parallel); err != nil {
 			t.Fatal(err)
 		}
-		pages := int(f.pages.Load())
+		// The first page of the flat listing asked at the same time as
+		// the listing by folder is not counted: its objects are the answer
+		// (alone) or thrown away.
+		pages := int(f.pages.Load()) - 1
 		for _, tt := range []struct {
 			objects, pages int
 			want           string
@@ -430,6 +442,35 @@ func TestGlobBounds(t *testing.T) {
 			if !errors.Is(err, store.ErrTooMany) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "LIST s3://bkt/ds/") {
 				t.Fatalf("parallel %d, bounds %d objects %d pages: err = %v; want %q", parallel, tt.objects, tt.pages, err, tt.want)
 			}
+		}
+	}
+}
+
+// TestGlobRequests: what a glob costs in requests at most, as the README
+// states it: a tree whose names fit in one page takes the two requests of
+// its first round trip; folders that a page holds many of are listed in
+// ranges of about a page each; folders larger than a page, one request
+// each (of one page each here); a level of more folders than the listing
+// may run at once, in that many ranges, a page each per 1000 names and
+// one more where a range ends at a page's end.
+func TestGlobRequests(t *testing.T) {
+	leakCheck(t)
+	for _, tt := range []struct {
+		folders, objects, requests int
+	}{
+		{10, 8, 2},     // 80 names: the first page is the answer
+		{128, 8, 4},    // the first page holds 124 whole folders: two ranges
+		{10, 1000, 12}, // the first page ends in the first folder: 10 folders
+		{100, 1000, 2 + 100 + 64},
+	} {
+		f := &fakeS3{keys: folderKeys(tt.folders, tt.objects), perPage: 1000}
+		st := openFake(t, f)
+		got, err := store.Glob(context.Background(), st, "bkt/ds/**/*.arrow", 64)
+		if err != nil || len(got) != tt.folders*tt.objects {
+			t.Fatalf("%d folders of %d: %d objects, %v", tt.folders, tt.objects, len(got), err)
+		}
+		if n := f.pages.Load(); n > int64(tt.requests) {
+			t.Errorf("%d folders of %d objects: %d requests, want at most %d", tt.folders, tt.objects, n, tt.requests)
 		}
 	}
 }

@@ -15,38 +15,57 @@ import (
 // lets a listing of many objects run as several listings at once.
 type folderLister interface {
 	// listKeys pages through the objects of q (see keyQuery), counting
-	// every page and every object it keeps against b. Objects
-	// and folders each come back sorted by name.
-	listKeys(ctx context.Context, q keyQuery, b *listBound) (objs []ObjectInfo, folders []string, err error)
+	// every page and every object it keeps against b. Objects and folders
+	// each come back sorted by name.
+	listKeys(ctx context.Context, q keyQuery, b *listBound) (keyList, error)
 }
 
 // keyQuery is one listing: the names that start with prefix, greater than
 // startAfter ("": from the first) and less than end ("": to the last). With
 // folders, a name that has a '/' after prefix comes back once as its
 // folder, the name up to and including that '/', instead of as objects.
+// With onePage, only the first page is asked for.
 type keyQuery struct {
 	prefix, startAfter, end string
-	folders                 bool
+	folders, onePage        bool
 }
 
-// maxFolderLevels is how many levels below the listing's prefix are listed
-// one folder at a time before the rest is listed in ranges.
-//
-// Why levels, then ranges: a listing with a delimiter returns a folder's own
-// objects and names its subfolders, so each level costs one round trip (all
-// of its folders at once) and only one part-filled page per folder; it is
-// how the listing learns where to split. A deep tree of sparse folders
-// would cost a request per folder, and a chain of single folders a round
-// trip per level, so the descent stops at maxFolderLevels, or as soon as a
-// level has as many folders as listings may run at once; those folders are
-// then listed without a delimiter in at most parallel contiguous ranges of
-// names, which costs what one flat listing of them costs, plus at most one
-// part-filled page per range.
+// keyList is what one listing found. more reports that a onePage listing
+// stopped before its end.
+type keyList struct {
+	objs    []ObjectInfo
+	folders []string
+	more    bool
+}
+
+// maxFolderLevels is how many levels below the listing's prefix may be
+// listed one folder at a time before the rest is listed in ranges.
 const maxFolderLevels = 4
 
 // listTree lists the objects under prefix that match the Glob pattern
 // parts pat (nil: all of them), sorted by name. A store that is no
 // folderLister, or parallel < 2, is asked once with List.
+//
+// The prefix is listed twice at once: with a delimiter, which names its
+// folders, and without, for one page. When that page holds the whole
+// listing, it is the answer, in one round trip, as a flat listing's. Else
+// the folders that can hold a match are listed, a level at a time, all of
+// a level at once. How is chosen from what the first page tells of the
+// folders' sizes:
+//   - where it ended past some of a level's folders, a page holds about
+//     that many of them, so the level is split into contiguous ranges of
+//     that many folders each, listed without a delimiter: about one page
+//     each, and no more requests than a flat listing takes plus one per
+//     range;
+//   - where it ended inside the level's first folder, the folders are
+//     large and their sizes unknown: each is listed with a delimiter, which
+//     returns its own objects (nothing is listed twice) and names its
+//     subfolders, the next level, at one request per folder and a round
+//     trip per level;
+//   - a level of parallel folders or more, or below maxFolderLevels, is
+//     split into parallel ranges: more folders at once would not run at
+//     once, and a deep tree of sparse folders would cost a request per
+//     folder, a chain of single folders a round trip per level.
 func listTree(ctx context.Context, st Store, prefix string, pat []string, parallel int) ([]ObjectInfo, error) {
 	fl, ok := st.(folderLister)
 	if !ok || parallel < 2 {
@@ -57,25 +76,58 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 		return keepMatches(objs, pat), nil
 	}
 	var bound listBound
-	var found [][]ObjectInfo
-	level := []string{prefix}
-	for depth := 0; len(level) > 0; depth++ {
-		if depth > 0 && (len(level) >= parallel || depth > maxFolderLevels) {
-			objs, err := listRanges(ctx, fl, level, pat, parallel, &bound)
+	// The first page has its own bound: its objects are the answer, or
+	// thrown away.
+	var first keyList
+	var top keyList
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		first, err = fl.listKeys(gctx, keyQuery{prefix: prefix, onePage: true}, &listBound{})
+		return err
+	})
+	g.Go(func() error {
+		var err error
+		top, err = fl.listKeys(gctx, keyQuery{prefix: prefix, folders: true}, &bound)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if !first.more {
+		return keepMatches(first.objs, pat), nil
+	}
+	lastSeen := "" // the last name of the first page: all before it are known
+	if len(first.objs) > 0 {
+		lastSeen = first.objs[len(first.objs)-1].Name
+	}
+	found := [][]ObjectInfo{keepMatches(top.objs, pat)}
+	level := keepFolders(top.folders, pat)
+	for depth := 1; len(level) > 0; depth++ {
+		// Folders of the level whose every name was on the first page.
+		seen := sort.Search(len(level), func(i int) bool { return level[i] >= lastSeen })
+		if seen > 0 && strings.HasPrefix(lastSeen, level[seen-1]) {
+			seen--
+		}
+		if seen > 0 || len(level) >= parallel || depth > maxFolderLevels {
+			runs := parallel
+			if seen > 0 {
+				runs = (len(level) + seen - 1) / seen
+			}
+			objs, err := listRanges(ctx, fl, level, pat, min(runs, parallel), &bound)
 			if err != nil {
 				return nil, err
 			}
 			found = append(found, objs...)
 			break
 		}
-		objs := make([][]ObjectInfo, len(level))
-		subs := make([][]string, len(level))
+		lists := make([]keyList, len(level))
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(parallel)
 		for i, p := range level {
 			g.Go(func() error {
 				var err error
-				objs[i], subs[i], err = fl.listKeys(gctx, keyQuery{prefix: p, folders: true}, &bound)
+				lists[i], err = fl.listKeys(gctx, keyQuery{prefix: p, folders: true}, &bound)
 				return err
 			})
 		}
@@ -85,13 +137,9 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 		// The folders of a level come out sorted: those of each folder are,
 		// and the level's folders are disjoint ranges of names, in order.
 		var next []string
-		for i := range level {
-			found = append(found, keepMatches(objs[i], pat))
-			for _, f := range subs[i] {
-				if pat == nil || mayHold(pat, f) {
-					next = append(next, f)
-				}
-			}
+		for _, l := range lists {
+			found = append(found, keepMatches(l.objs, pat))
+			next = append(next, keepFolders(l.folders, pat)...)
 		}
 		level = next
 	}
@@ -109,14 +157,22 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 	return out, nil
 }
 
+// keepFolders filters folders, in place, to those below which a name can
+// match pat; nil keeps all.
+func keepFolders(folders []string, pat []string) []string {
+	if pat == nil {
+		return folders
+	}
+	return slices.DeleteFunc(folders, func(f string) bool { return !mayHold(pat, f) })
+}
+
 // listRanges lists the objects in folders (sorted, each ending in '/', none
-// the prefix of another) that match pat, in at most parallel listings of
-// contiguous runs of folders, all at once; each piece it returns is sorted.
-func listRanges(ctx context.Context, fl folderLister, folders []string, pat []string, parallel int, bound *listBound) ([][]ObjectInfo, error) {
-	n := min(parallel, len(folders))
+// the prefix of another) that match pat, in runs listings of contiguous
+// runs of folders, all at once; each piece it returns is sorted.
+func listRanges(ctx context.Context, fl folderLister, folders []string, pat []string, runs int, bound *listBound) ([][]ObjectInfo, error) {
+	n := min(runs, len(folders))
 	out := make([][]ObjectInfo, n)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
 	for i := range n {
 		run := folders[i*len(folders)/n : (i+1)*len(folders)/n]
 		g.Go(func() error {
@@ -128,10 +184,11 @@ func listRanges(ctx context.Context, fl folderLister, folders []string, pat []st
 				// next byte): the names of the run's folders lie between.
 				q = keyQuery{prefix: commonPrefix(first, last), startAfter: first[:len(first)-1], end: last[:len(last)-1] + "0"}
 			}
-			objs, _, err := fl.listKeys(gctx, q, bound)
+			l, err := fl.listKeys(gctx, q, bound)
 			if err != nil {
 				return err
 			}
+			objs := l.objs
 			if len(run) > 1 {
 				// Between the run's folders lie names outside of them: a
 				// parent's own objects, folders that cannot match.

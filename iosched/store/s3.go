@@ -380,17 +380,17 @@ func (s *s3Store) Version(ctx context.Context, name string) (string, error) {
 
 // List pages through ListObjectsV2 of the bucket named by prefix's first part.
 func (s *s3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	objs, _, err := s.listKeys(ctx, keyQuery{prefix: prefix}, &listBound{})
-	return objs, err
+	l, err := s.listKeys(ctx, keyQuery{prefix: prefix}, &listBound{})
+	return l.objs, err
 }
 
 // listKeys pages through ListObjectsV2 for q (see folderLister). A name the
 // server returns at or before q.startAfter is dropped, so that a server
 // which ignores StartAfter costs time, not a wrong answer.
-func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) ([]ObjectInfo, []string, error) {
+func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (keyList, error) {
 	bucket, keyPrefix, err := splitBucket(q.prefix)
 	if err != nil {
-		return nil, nil, s.fail("LIST", q.prefix, "", err)
+		return keyList{}, s.fail("LIST", q.prefix, "", err)
 	}
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(keyPrefix)}
 	if q.folders {
@@ -405,20 +405,19 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) ([
 	inRange := func(name string) bool {
 		return name > q.startAfter && (q.end == "" || name < q.end)
 	}
-	var objs []ObjectInfo
-	var folders []string
+	var l keyList
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	var token string
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, nil, s.fail("LIST", q.prefix, "", err)
+			return keyList{}, s.fail("LIST", q.prefix, "", err)
 		}
 		kept, past := 0, false
 		for _, o := range page.Contents {
 			name := bucket + "/" + aws.ToString(o.Key)
 			if inRange(name) {
-				objs = append(objs, ObjectInfo{Name: name, Size: aws.ToInt64(o.Size)})
+				l.objs = append(l.objs, ObjectInfo{Name: name, Size: aws.ToInt64(o.Size)})
 				kept++
 			}
 			past = past || (q.end != "" && name >= q.end)
@@ -426,27 +425,31 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) ([
 		for _, cp := range page.CommonPrefixes {
 			name := bucket + "/" + aws.ToString(cp.Prefix)
 			if inRange(name) {
-				folders = append(folders, name)
+				l.folders = append(l.folders, name)
 			}
 			past = past || (q.end != "" && name >= q.end)
 		}
 		// The objects kept count against the bound; folders, through the
 		// pages that hold them.
 		if err := bound.add(kept); err != nil {
-			return nil, nil, s.fail("LIST", q.prefix, "", err)
+			return keyList{}, s.fail("LIST", q.prefix, "", err)
 		}
 		if past {
 			break // the rest of the listing lies past the range
+		}
+		if q.onePage {
+			l.more = aws.ToBool(page.IsTruncated)
+			break
 		}
 		next := aws.ToString(page.NextContinuationToken)
 		if aws.ToBool(page.IsTruncated) && (next == "" || next == token) {
 			// The paginator would stop at once (no token: a listing cut
 			// short) or ask for the same page for ever.
-			return nil, nil, s.fail("LIST", q.prefix, "", fmt.Errorf("a truncated page whose continuation token %q is empty or the last page's", next))
+			return keyList{}, s.fail("LIST", q.prefix, "", fmt.Errorf("a truncated page whose continuation token %q is empty or the last page's", next))
 		}
 		token = next
 	}
-	return objs, folders, nil
+	return l, nil
 }
 
 func (*s3Store) IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
