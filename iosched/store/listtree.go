@@ -23,8 +23,10 @@ type folderLister interface {
 // keyQuery is one listing: the names that start with prefix, greater than
 // startAfter ("": from the first) and less than end ("": to the last). With
 // folders, a name that has a '/' after prefix comes back once as its
-// folder, the name up to and including that '/', instead of as objects.
-// With onePage, only the first page is asked for.
+// folder, the name up to and including that '/', instead of as objects;
+// then startAfter drops objects only, and is not sent to the server:
+// whether a server names a folder that straddles it differs. With onePage,
+// only the first page is asked for.
 type keyQuery struct {
 	prefix, startAfter, end string
 	folders, onePage        bool
@@ -49,9 +51,10 @@ const maxFolderLevels = 4
 // The prefix is listed twice at once: with a delimiter, which names its
 // folders, and without, for one page. When that page holds the whole
 // listing, it is the answer, in one round trip, as a flat listing's. Else
-// the folders that can hold a match are listed, a level at a time, all of
-// a level at once. How is chosen from what the first page tells of the
-// folders' sizes:
+// its names are the answer's first, and the folders after them that can
+// hold a match are listed, a level at a time, all of a level at once, each
+// level in the way that what the first page tells of its folders' sizes
+// calls for:
 //   - where it ended past some of a level's folders, a page holds about
 //     that many of them, so the level is split into contiguous ranges of
 //     that many folders each, listed without a delimiter: about one page
@@ -61,7 +64,7 @@ const maxFolderLevels = 4
 //     large and their sizes unknown: each is listed with a delimiter, which
 //     returns its own objects (nothing is listed twice) and names its
 //     subfolders, the next level, at one request per folder and a round
-//     trip per level;
+//     trip per level (the folder the page ended in is a range from there);
 //   - a level of parallel folders or more, or below maxFolderLevels, is
 //     split into parallel ranges: more folders at once would not run at
 //     once, and a deep tree of sparse folders would cost a request per
@@ -76,10 +79,10 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 		return keepMatches(objs, pat), nil
 	}
 	var bound listBound
-	// The first page has its own bound: its objects are the answer, or
-	// thrown away.
-	var first keyList
-	var top keyList
+	// The first page has a bound of its own until it is known to be a
+	// part of the answer, not all of it: the delimiter listing beside it
+	// lists the same objects.
+	var first, top keyList
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var err error
@@ -97,24 +100,36 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 	if !first.more {
 		return keepMatches(first.objs, pat), nil
 	}
-	lastSeen := "" // the last name of the first page: all before it are known
+	// Every name up to seenTo is on the first page; the other listings
+	// keep only names after it.
+	seenTo := ""
 	if len(first.objs) > 0 {
-		lastSeen = first.objs[len(first.objs)-1].Name
+		seenTo = first.objs[len(first.objs)-1].Name
 	}
-	found := [][]ObjectInfo{keepMatches(top.objs, pat)}
+	// The delimiter listing counted the prefix's own objects, and those up
+	// to seenTo are on the first page too.
+	i := sort.Search(len(top.objs), func(k int) bool { return top.objs[k].Name > seenTo })
+	if err := bound.add(len(first.objs) - i); err != nil {
+		return nil, &RequestError{Op: "LIST", URL: st.URL(prefix), Err: err}
+	}
+	found := [][]ObjectInfo{keepMatches(first.objs, pat), keepMatches(top.objs[i:], pat)}
 	level := keepFolders(top.folders, pat)
 	for depth := 1; len(level) > 0; depth++ {
-		// Folders of the level whose every name was on the first page.
-		seen := sort.Search(len(level), func(i int) bool { return level[i] >= lastSeen })
-		if seen > 0 && strings.HasPrefix(lastSeen, level[seen-1]) {
+		// The level's first seen folders had every name on the first page.
+		seen := sort.Search(len(level), func(i int) bool { return level[i] >= seenTo })
+		if seen > 0 && strings.HasPrefix(seenTo, level[seen-1]) {
 			seen--
 		}
+		runs := parallel
+		if seen > 0 {
+			runs = (len(level) + seen - 1) / seen
+		}
+		level = level[seen:]
+		if len(level) == 0 {
+			break
+		}
 		if seen > 0 || len(level) >= parallel || depth > maxFolderLevels {
-			runs := parallel
-			if seen > 0 {
-				runs = (len(level) + seen - 1) / seen
-			}
-			objs, err := listRanges(ctx, fl, level, pat, min(runs, parallel), &bound)
+			objs, err := listRanges(ctx, fl, level, pat, min(runs, parallel), seenTo, &bound)
 			if err != nil {
 				return nil, err
 			}
@@ -122,9 +137,20 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 			break
 		}
 		lists := make([]keyList, len(level))
+		var rest [][]ObjectInfo
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(parallel)
 		for i, p := range level {
+			if i == 0 && strings.HasPrefix(seenTo, p) {
+				// The first page ended inside this folder: the rest of it,
+				// from there, without a delimiter.
+				g.Go(func() error {
+					var err error
+					rest, err = listRanges(gctx, fl, level[:1], pat, 1, seenTo, &bound)
+					return err
+				})
+				continue
+			}
 			g.Go(func() error {
 				var err error
 				lists[i], err = fl.listKeys(gctx, keyQuery{prefix: p, folders: true}, &bound)
@@ -134,6 +160,7 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 		if err := g.Wait(); err != nil {
 			return nil, err
 		}
+		found = append(found, rest...)
 		// The folders of a level come out sorted: those of each folder are,
 		// and the level's folders are disjoint ranges of names, in order.
 		var next []string
@@ -166,10 +193,11 @@ func keepFolders(folders []string, pat []string) []string {
 	return slices.DeleteFunc(folders, func(f string) bool { return !mayHold(pat, f) })
 }
 
-// listRanges lists the objects in folders (sorted, each ending in '/', none
-// the prefix of another) that match pat, in runs listings of contiguous
-// runs of folders, all at once; each piece it returns is sorted.
-func listRanges(ctx context.Context, fl folderLister, folders []string, pat []string, runs int, bound *listBound) ([][]ObjectInfo, error) {
+// listRanges lists the objects after seenTo in folders (sorted, each
+// ending in '/', none the prefix of another) that match pat, in runs
+// listings of contiguous runs of folders, all at once; each piece it
+// returns is sorted.
+func listRanges(ctx context.Context, fl folderLister, folders []string, pat []string, runs int, seenTo string, bound *listBound) ([][]ObjectInfo, error) {
 	n := min(runs, len(folders))
 	out := make([][]ObjectInfo, n)
 	g, gctx := errgroup.WithContext(ctx)
@@ -183,6 +211,9 @@ func listRanges(ctx context.Context, fl folderLister, folders []string, pat []st
 				// name under last is before last with its '/' made '0' (the
 				// next byte): the names of the run's folders lie between.
 				q = keyQuery{prefix: commonPrefix(first, last), startAfter: first[:len(first)-1], end: last[:len(last)-1] + "0"}
+			}
+			if seenTo > q.startAfter && strings.HasPrefix(seenTo, q.prefix) && (q.end == "" || seenTo < q.end) {
+				q.startAfter = seenTo // the run's first names were on the first page
 			}
 			l, err := fl.listKeys(gctx, q, bound)
 			if err != nil {

@@ -384,9 +384,9 @@ func (s *s3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 	return l.objs, err
 }
 
-// listKeys pages through ListObjectsV2 for q (see folderLister). A name the
-// server returns at or before q.startAfter is dropped, so that a server
-// which ignores StartAfter costs time, not a wrong answer.
+// listKeys pages through ListObjectsV2 for q (see folderLister). An object
+// the server returns at or before q.startAfter is dropped, so that a
+// server which ignores StartAfter costs time, not a wrong answer.
 func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (keyList, error) {
 	bucket, keyPrefix, err := splitBucket(q.prefix)
 	if err != nil {
@@ -396,15 +396,13 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 	if q.folders {
 		in.Delimiter = aws.String("/")
 	}
-	if after, ok := strings.CutPrefix(q.startAfter, bucket+"/"); ok && after != "" {
+	if after, ok := strings.CutPrefix(q.startAfter, bucket+"/"); ok && after != "" && !q.folders {
 		in.StartAfter = aws.String(after)
 	}
-	// Inside the range: after startAfter, before end. ListObjectsV2
+	// Inside the range: after startAfter (objects), before end. ListObjectsV2
 	// returns keys in UTF-8 binary order, which is Go's string order, and
 	// names are the keys under one "bucket/".
-	inRange := func(name string) bool {
-		return name > q.startAfter && (q.end == "" || name < q.end)
-	}
+	before := func(name string) bool { return q.end == "" || name < q.end }
 	var l keyList
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	var token string
@@ -416,7 +414,7 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 		kept, past := 0, false
 		for _, o := range page.Contents {
 			name := bucket + "/" + aws.ToString(o.Key)
-			if inRange(name) {
+			if name > q.startAfter && before(name) {
 				l.objs = append(l.objs, ObjectInfo{Name: name, Size: aws.ToInt64(o.Size)})
 				kept++
 			}
@@ -424,7 +422,7 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 		}
 		for _, cp := range page.CommonPrefixes {
 			name := bucket + "/" + aws.ToString(cp.Prefix)
-			if inRange(name) {
+			if before(name) {
 				l.folders = append(l.folders, name)
 			}
 			past = past || (q.end != "" && name >= q.end)
