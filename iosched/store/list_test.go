@@ -456,8 +456,8 @@ func TestGlobRequests(t *testing.T) {
 		folders, objects, requests int
 	}{
 		{10, 8, 2},     // 80 names: the first page is the answer
-		{128, 8, 4},    // the first page holds 124 whole folders: two ranges
-		{10, 1000, 12}, // the first page ends in the first folder: 10 folders
+		{128, 8, 3},    // the first page holds 124 whole folders: one range for the other 4
+		{10, 1000, 12}, // the first page is the first folder: its end, and the other 9
 		{100, 1000, 2 + 100 + 64},
 	} {
 		f := &fakeS3{keys: folderKeys(tt.folders, tt.objects), perPage: 1000}

@@ -120,13 +120,13 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 		if seen > 0 && strings.HasPrefix(seenTo, level[seen-1]) {
 			seen--
 		}
-		runs := parallel
-		if seen > 0 {
-			runs = (len(level) + seen - 1) / seen
-		}
 		level = level[seen:]
 		if len(level) == 0 {
 			break
+		}
+		runs := parallel
+		if seen > 0 {
+			runs = (len(level) + seen - 1) / seen
 		}
 		if seen > 0 || len(level) >= parallel || depth > maxFolderLevels {
 			objs, err := listRanges(ctx, fl, level, pat, min(runs, parallel), seenTo, &bound)
