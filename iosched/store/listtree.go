@@ -107,9 +107,10 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 		seenTo = first.objs[len(first.objs)-1].Name
 	}
 	// The delimiter listing counted the prefix's own objects, and those up
-	// to seenTo are on the first page too.
+	// to seenTo are on the first page too (unless the listing changed
+	// between the two answers).
 	i := sort.Search(len(top.objs), func(k int) bool { return top.objs[k].Name > seenTo })
-	if err := bound.add(len(first.objs) - i); err != nil {
+	if err := bound.add(max(0, len(first.objs)-i)); err != nil {
 		return nil, &RequestError{Op: "LIST", URL: st.URL(prefix), Err: err}
 	}
 	found := [][]ObjectInfo{keepMatches(first.objs, pat), keepMatches(top.objs[i:], pat)}
