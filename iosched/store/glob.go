@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 )
 
 // Glob returns the objects of st whose names match pattern, sorted by name.
 // In pattern, '*' matches any run of characters other than '/', '?' one such
 // character, '[...]' a class as in path.Match, and a whole '**' part any
-// number of path parts, none included. Glob lists the longest literal prefix
-// of pattern and filters the result, so the store must support List unless
-// pattern has no wildcard, in which case the one object is looked up with
-// Size (a missing object then fails with ErrNotFound).
-// On failure, returns the store's error, which names the URL.
-func Glob(ctx context.Context, st Store, pattern string) ([]ObjectInfo, error) {
+// number of path parts, none included. Glob lists from the longest literal
+// prefix of pattern and filters the result, so the store must support List
+// unless pattern has no wildcard, in which case the one object is looked up
+// with Size (a missing object then fails with ErrNotFound). On a store that
+// lists by folder (S3), the folders that can hold a match are listed
+// concurrently, at most parallel listings at once (see ListTree); the bounds
+// MaxListObjects and MaxListPages hold for all of them together.
+// On failure (of any one listing), returns the store's error, which names
+// the URL, once every listing has stopped.
+func Glob(ctx context.Context, st Store, pattern string, parallel int) ([]ObjectInfo, error) {
 	i := strings.IndexAny(pattern, "*?[\\")
 	if i < 0 {
 		size, err := st.Size(ctx, pattern)
@@ -28,19 +33,18 @@ func Glob(ctx context.Context, st Store, pattern string) ([]ObjectInfo, error) {
 	if _, err := path.Match(strings.ReplaceAll(pattern, "**", "*"), ""); err != nil {
 		return nil, fmt.Errorf("store: glob %s: %w", st.URL(pattern), err)
 	}
-	prefix := pattern[:i]
-	objs, err := st.List(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	pat := strings.Split(pattern, "/")
-	out := objs[:0]
-	for _, o := range objs {
-		if matchParts(pat, strings.Split(o.Name, "/")) {
-			out = append(out, o)
-		}
-	}
-	return out, nil
+	return listTree(ctx, st, pattern[:i], strings.Split(pattern, "/"), parallel)
+}
+
+// ListTree returns what st.List(ctx, prefix) returns: every object whose
+// name starts with prefix, sorted by name. On a store that lists by folder
+// (S3), it lists the folders under prefix concurrently, at most parallel
+// listings at once (parallel < 2: one listing, as List), within the bounds
+// MaxListObjects and MaxListPages for all of them together. Other stores
+// are asked once, with List. On failure (of any one listing), returns the
+// store's error, which names the URL, once every listing has stopped.
+func ListTree(ctx context.Context, st Store, prefix string, parallel int) ([]ObjectInfo, error) {
+	return listTree(ctx, st, prefix, nil, parallel)
 }
 
 // MaxListObjects bounds the objects one List returns, and MaxListPages the
@@ -60,11 +64,17 @@ var ErrTooMany = errors.New("too many objects")
 // The bounds List enforces: MaxListObjects and MaxListPages, lower in tests.
 var maxListObjects, maxListPages = MaxListObjects, MaxListPages
 
-// listBound counts one listing's objects and pages against the bounds.
-type listBound struct{ objects, pages int }
+// listBound counts one listing's objects and pages against the bounds; the
+// listings of one Glob or ListTree share one, from their goroutines.
+type listBound struct {
+	mu             sync.Mutex
+	objects, pages int
+}
 
 // add counts one page of n objects, and fails past a bound.
 func (b *listBound) add(n int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.objects += n
 	b.pages++
 	switch {

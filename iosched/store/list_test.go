@@ -2,13 +2,16 @@ package store_test
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
@@ -71,6 +74,16 @@ func TestListEndless(t *testing.T) {
 			if got := pages.Load(); got > tt.maxPages {
 				t.Fatalf("%d pages asked for, want at most %d", got, tt.maxPages)
 			}
+			// The same through a glob's listings by folder, which also asks
+			// for the first page of a flat listing.
+			pages.Store(0)
+			objs, err = store.Glob(context.Background(), st, name+"**", 4)
+			if !strings.Contains(fmt.Sprint(err), tt.want) || !strings.Contains(err.Error(), "LIST s3://bkt/ds/") {
+				t.Fatalf("glob: %d objects, err = %v; want %q", len(objs), err, tt.want)
+			}
+			if got := pages.Load(); got > tt.maxPages+1 {
+				t.Fatalf("glob: %d pages asked for, want at most %d", got, tt.maxPages)
+			}
 		})
 	}
 }
@@ -94,7 +107,367 @@ func TestListFileBound(t *testing.T) {
 	if !errors.Is(err, store.ErrTooMany) || !strings.Contains(err.Error(), "more than 2 in one listing") {
 		t.Fatalf("past the bound: %d objects, err = %v", len(objs), err)
 	}
-	if _, err := store.Glob(context.Background(), st, name+"*/*"); !errors.Is(err, store.ErrTooMany) {
+	if _, err := store.Glob(context.Background(), st, name+"*/*", 4); !errors.Is(err, store.ErrTooMany) {
 		t.Fatalf("a glob past the bound: err = %v", err)
+	}
+}
+
+// fakeS3 is an S3 endpoint that lists the keys it holds as ListObjectsV2
+// does (prefix, delimiter "/", start-after, continuation tokens) with
+// perPage entries a page, and serves nothing else. Before each listing it
+// calls hook, if set, with the request and the listing's prefix: a
+// non-zero status fails the listing with it. It counts the listings'
+// pages.
+type fakeS3 struct {
+	keys    []string // sorted
+	perPage int
+	hook    func(r *http.Request, prefix string) int
+	pages   atomic.Int64
+}
+
+func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("list-type") != "2" {
+		http.Error(w, "not a listing", http.StatusBadRequest)
+		return
+	}
+	prefix, delim := q.Get("prefix"), q.Get("delimiter")
+	if f.hook != nil {
+		if status := f.hook(r, prefix); status != 0 {
+			w.WriteHeader(status)
+			return
+		}
+	}
+	f.pages.Add(1)
+	after := q.Get("start-after")
+	token := q.Get("continuation-token")
+	if token != "" {
+		after = token[2:]
+	}
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>bkt</Name>`)
+	n, last, truncated := 0, "", false
+	for _, k := range f.keys {
+		if !strings.HasPrefix(k, prefix) || k <= after || (strings.HasPrefix(token, "p:") && strings.HasPrefix(k, after)) {
+			continue
+		}
+		item, folder := k, false
+		if delim != "" {
+			if i := strings.Index(k[len(prefix):], delim); i >= 0 {
+				item, folder = k[:len(prefix)+i+1], true
+				if "p:"+item == last {
+					continue
+				}
+			}
+		}
+		if n == f.perPage {
+			truncated = true
+			break
+		}
+		n++
+		var esc strings.Builder
+		xml.EscapeText(&esc, []byte(item))
+		if folder {
+			fmt.Fprintf(&b, "<CommonPrefixes><Prefix>%s</Prefix></CommonPrefixes>", esc.String())
+			last = "p:" + item
+		} else {
+			fmt.Fprintf(&b, "<Contents><Key>%s</Key><Size>%d</Size></Contents>", esc.String(), len(k))
+			last = "k:" + item
+		}
+	}
+	fmt.Fprintf(&b, "<KeyCount>%d</KeyCount><IsTruncated>%t</IsTruncated>", n, truncated)
+	if truncated {
+		var esc strings.Builder
+		xml.EscapeText(&esc, []byte(last))
+		fmt.Fprintf(&b, "<NextContinuationToken>%s</NextContinuationToken>", esc.String())
+	}
+	b.WriteString("</ListBucketResult>")
+	w.Header().Set("Content-Type", "application/xml")
+	w.Write([]byte(b.String()))
+}
+
+// openFake serves f and opens an S3 store on it.
+func openFake(t *testing.T, f *fakeS3) store.Store {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	st, _ := open(t, "s3://bkt/", store.Options{S3Endpoint: srv.URL, S3AccessKeyID: "k", S3SecretAccessKey: "s", S3Region: "us-east-1"})
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// treeKeys is a tree with objects at several levels: folders that are
+// also objects ("ds/s1" and "ds/s1/…", the marker "ds/s2/"), siblings
+// that sort between a folder's names ("ds/s1.arrow", "ds/s1-x/…"), an
+// empty part ("ds//e.arrow"), folders no pattern part matches, and deep
+// and sparse folders.
+func treeKeys() []string {
+	keys := []string{
+		"ds/a.arrow", "ds/s1", "ds/s1.arrow", "ds/s1-x/a.arrow", "ds/s2/", "ds//e.arrow",
+		"ds/deep/1/2/3/4/5/6/x.arrow", "ds/deep/1/y.arrow", "ds/deep/1/2/3/z.txt",
+		"ds/other.txt", "top.arrow", "dsx/a.arrow",
+	}
+	for s := range 7 {
+		for c := range 5 {
+			keys = append(keys, fmt.Sprintf("ds/s%d/c%d.arrow", s, c))
+			if c%2 == 0 {
+				keys = append(keys, fmt.Sprintf("ds/s%d/sub%d/c%d.arrow", s, c, c))
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestGlobByFolder: a glob listed folder by folder, at once, finds what a
+// flat listing filtered by the pattern finds, in the same order, whatever
+// the parallelism (which moves the split between levels listed with a
+// delimiter and ranges).
+func TestGlobByFolder(t *testing.T) {
+	leakCheck(t)
+	// Pages of 1 to 20 names move where the first page ends (and what it
+	// tells of the folders' sizes); 1000 holds the whole tree.
+	for _, perPage := range []int{1, 3, 20, 1000} {
+		t.Run(fmt.Sprint(perPage), func(t *testing.T) { testGlobByFolder(t, perPage) })
+	}
+}
+
+func testGlobByFolder(t *testing.T, perPage int) {
+	f := &fakeS3{keys: treeKeys(), perPage: perPage}
+	st := openFake(t, f)
+	ctx := context.Background()
+	all, err := st.List(ctx, "bkt/")
+	if err != nil || len(all) != len(f.keys) {
+		t.Fatalf("flat listing: %d objects, %v; want %d", len(all), err, len(f.keys))
+	}
+	for _, pattern := range []string{
+		"ds/**/*.arrow", "ds/**", "**", "ds/*/*.arrow", "ds/s*/**/c?.arrow", "ds/*", "ds/s1*", "ds/deep/**/x.arrow",
+		"ds/*/sub*/*", "*/s1/*", "ds//*", "d*/**/*.arrow", "ds/s1/c1*.arrow", "nothing/**",
+	} {
+		var want []string
+		for _, o := range all {
+			if store.Match("bkt/"+pattern, o.Name) {
+				want = append(want, o.Name)
+			}
+		}
+		for _, parallel := range []int{1, 2, 3, 8, 64} {
+			got, err := store.Glob(ctx, st, "bkt/"+pattern, parallel)
+			if err != nil {
+				t.Fatalf("Glob(%s, %d): %v", pattern, parallel, err)
+			}
+			var names []string
+			for _, o := range got {
+				names = append(names, o.Name)
+				if o.Size != int64(len(strings.TrimPrefix(o.Name, "bkt/"))) {
+					t.Fatalf("Glob(%s, %d): %s of size %d", pattern, parallel, o.Name, o.Size)
+				}
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("Glob(%s, %d) =\n%v\nwant\n%v", pattern, parallel, names, want)
+			}
+		}
+	}
+	for _, prefix := range []string{"", "ds/", "ds/s", "ds/s1", "ds/deep/"} {
+		want, err := st.List(ctx, "bkt/"+prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, parallel := range []int{2, 5, 64} {
+			got, err := store.ListTree(ctx, st, "bkt/"+prefix, parallel)
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("ListTree(%q, %d) = %v, %v; want %v", prefix, parallel, got, err, want)
+			}
+		}
+	}
+}
+
+// folderKeys is ds/s0/ … ds/s<n-1>/, each with m objects.
+func folderKeys(n, m int) []string {
+	var keys []string
+	for s := range n {
+		for c := range m {
+			keys = append(keys, fmt.Sprintf("ds/s%d/c%d.arrow", s, c))
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestGlobListsAtOnce: the folders of a glob are listed at once, as many
+// listings at a time as the parallelism allows and no more, whether the
+// folders are listed one by one or in ranges. Each listing below ds/
+// waits until want of them run at once: listed one after the other, the
+// first would wait for ever (the test's deadline fails it).
+func TestGlobListsAtOnce(t *testing.T) {
+	leakCheck(t)
+	for _, tt := range []struct{ folders, parallel, want int }{
+		{4, 8, 4}, // each folder with a delimiter
+		{6, 3, 3}, // three ranges of two folders
+	} {
+		t.Run(fmt.Sprintf("%d folders, parallel %d", tt.folders, tt.parallel), func(t *testing.T) {
+			var running, most atomic.Int64
+			all := make(chan struct{})
+			f := &fakeS3{keys: folderKeys(tt.folders, 5), perPage: 2}
+			f.hook = func(r *http.Request, prefix string) int {
+				if prefix == "ds/" {
+					return 0
+				}
+				n := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				if n == int64(tt.want) {
+					close(all)
+				}
+				select {
+				case <-all:
+				case <-r.Context().Done():
+				}
+				return 0
+			}
+			st := openFake(t, f)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			got, err := store.Glob(ctx, st, "bkt/ds/**/*.arrow", tt.parallel)
+			if err != nil || len(got) != tt.folders*5 {
+				t.Fatalf("%d objects, %v; want %d listed by %d listings at once", len(got), err, tt.folders*5, tt.want)
+			}
+			if m := most.Load(); m != int64(tt.want) {
+				t.Fatalf("at most %d listings at once, want %d (parallel %d)", m, tt.want, tt.parallel)
+			}
+		})
+	}
+}
+
+// TestGlobCancel: canceling a glob stops every listing it runs, and it
+// returns the context's error with no goroutine left (leakCheck).
+func TestGlobCancel(t *testing.T) {
+	leakCheck(t)
+	started := make(chan string, 8)
+	f := &fakeS3{keys: folderKeys(4, 3), perPage: 2}
+	f.hook = func(r *http.Request, prefix string) int {
+		if prefix == "ds/" {
+			return 0
+		}
+		started <- prefix
+		<-r.Context().Done()
+		return http.StatusServiceUnavailable
+	}
+	st := openFake(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.Glob(ctx, st, "bkt/ds/*/*.arrow", 8)
+		done <- err
+	}()
+	deadline := time.After(20 * time.Second)
+	for range 4 {
+		select {
+		case <-started:
+		case <-deadline:
+			cancel()
+			t.Fatalf("the four folders' listings did not all start (glob: %v)", <-done)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled glob: err = %v, want context.Canceled", err)
+	}
+}
+
+// TestGlobFolderError: one folder's listing failing fails the glob with
+// that listing's error, naming its URL, and stops the others, which would
+// otherwise wait for ever; in ranges as in folders.
+func TestGlobFolderError(t *testing.T) {
+	leakCheck(t)
+	for _, tt := range []struct {
+		parallel int
+		fail     func(r *http.Request, prefix string) bool
+		url      string
+	}{
+		{8, func(_ *http.Request, prefix string) bool { return prefix == "ds/s2/" }, "LIST s3://bkt/ds/s2/: HTTP 500"},
+		{2, func(r *http.Request, _ string) bool { return r.URL.Query().Get("start-after") == "ds/s2" }, "LIST s3://bkt/ds/s: HTTP 500"},
+	} {
+		f := &fakeS3{keys: folderKeys(4, 3), perPage: 2}
+		f.hook = func(r *http.Request, prefix string) int {
+			switch {
+			case prefix == "ds/":
+				return 0
+			case tt.fail(r, prefix):
+				return http.StatusInternalServerError
+			}
+			<-r.Context().Done()
+			return http.StatusServiceUnavailable
+		}
+		st := openFake(t, f)
+		_, err := store.Glob(context.Background(), st, "bkt/ds/**/*.arrow", tt.parallel)
+		if err == nil || !strings.Contains(err.Error(), tt.url) {
+			t.Fatalf("parallel %d: err = %v, want %q", tt.parallel, err, tt.url)
+		}
+	}
+}
+
+// TestGlobBounds: the bounds on objects and pages hold for the listings of
+// one glob together, though each alone is far under them.
+func TestGlobBounds(t *testing.T) {
+	leakCheck(t)
+	f := &fakeS3{keys: folderKeys(6, 5), perPage: 2}
+	st := openFake(t, f)
+	ctx := context.Background()
+	for _, parallel := range []int{2, 8} {
+		f.pages.Store(0)
+		if _, err := store.Glob(ctx, st, "bkt/ds/**/*.arrow", parallel); err != nil {
+			t.Fatal(err)
+		}
+		pages := int(f.pages.Load())
+		for _, tt := range []struct {
+			objects, pages int
+			want           string
+		}{
+			{30, pages, ""},
+			{29, pages, "more than 29 in one listing"},
+			{30, pages - 1, fmt.Sprintf("a listing of more than %d pages", pages-1)},
+		} {
+			restore := store.SetListBounds(tt.objects, tt.pages)
+			objs, err := store.Glob(ctx, st, "bkt/ds/**/*.arrow", parallel)
+			restore()
+			if tt.want == "" {
+				if err != nil || len(objs) != 30 {
+					t.Fatalf("parallel %d, at the bounds: %d objects, %v", parallel, len(objs), err)
+				}
+				continue
+			}
+			if !errors.Is(err, store.ErrTooMany) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "LIST s3://bkt/ds/") {
+				t.Fatalf("parallel %d, bounds %d objects %d pages: err = %v; want %q", parallel, tt.objects, tt.pages, err, tt.want)
+			}
+		}
+	}
+}
+
+// TestGlobRequests: what a glob costs in requests at most, as the README
+// states it: a tree whose names fit in one page takes the two requests of
+// its first round trip; folders that a page holds many of are listed in
+// ranges of about a page each; folders larger than a page, one request
+// each (of one page each here); a level of more folders than the listing
+// may run at once, in that many ranges, a page each per 1000 names and
+// one more where a range ends at a page's end.
+func TestGlobRequests(t *testing.T) {
+	leakCheck(t)
+	for _, tt := range []struct {
+		folders, objects, requests int
+	}{
+		{10, 8, 2},     // 80 names: the first page is the answer
+		{128, 8, 3},    // the first page holds 124 whole folders: one range for the other 4
+		{10, 1000, 12}, // the first page is the first folder: its end, and the other 9
+		{100, 1000, 2 + 100 + 64},
+	} {
+		f := &fakeS3{keys: folderKeys(tt.folders, tt.objects), perPage: 1000}
+		st := openFake(t, f)
+		got, err := store.Glob(context.Background(), st, "bkt/ds/**/*.arrow", 64)
+		if err != nil || len(got) != tt.folders*tt.objects {
+			t.Fatalf("%d folders of %d: %d objects, %v", tt.folders, tt.objects, len(got), err)
+		}
+		if n := f.pages.Load(); n > int64(tt.requests) {
+			t.Errorf("%d folders of %d objects: %d requests, want at most %d", tt.folders, tt.objects, n, tt.requests)
+		}
 	}
 }

@@ -31,6 +31,7 @@ var (
 	_ Store          = (*s3Store)(nil)
 	_ Versioner      = (*s3Store)(nil)
 	_ RangeVersioner = (*s3Store)(nil)
+	_ folderLister   = (*s3Store)(nil)
 )
 
 func openS3(rest string, opts Options) (Store, string, error) {
@@ -379,37 +380,74 @@ func (s *s3Store) Version(ctx context.Context, name string) (string, error) {
 
 // List pages through ListObjectsV2 of the bucket named by prefix's first part.
 func (s *s3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	bucket, keyPrefix, err := splitBucket(prefix)
+	l, err := s.listKeys(ctx, keyQuery{prefix: prefix}, &listBound{})
+	return l.objs, err
+}
+
+// listKeys pages through ListObjectsV2 for q (see folderLister). An object
+// the server returns at or before q.startAfter is dropped, so that a
+// server which ignores StartAfter costs time, not a wrong answer.
+func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (keyList, error) {
+	bucket, keyPrefix, err := splitBucket(q.prefix)
 	if err != nil {
-		return nil, s.fail("LIST", prefix, "", err)
+		return keyList{}, s.fail("LIST", q.prefix, "", err)
 	}
-	var out []ObjectInfo
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(bucket),
-		Prefix: aws.String(keyPrefix),
-	})
-	var bound listBound
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(keyPrefix)}
+	if q.folders {
+		in.Delimiter = aws.String("/")
+	}
+	if after, ok := strings.CutPrefix(q.startAfter, bucket+"/"); ok && after != "" && !q.folders {
+		in.StartAfter = aws.String(after)
+	}
+	// Inside the range: after startAfter (objects), before end. ListObjectsV2
+	// returns keys in UTF-8 binary order, which is Go's string order, and
+	// names are the keys under one "bucket/".
+	before := func(name string) bool { return q.end == "" || name < q.end }
+	var l keyList
+	p := s3.NewListObjectsV2Paginator(s.client, in)
 	var token string
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, s.fail("LIST", prefix, "", err)
+			return keyList{}, s.fail("LIST", q.prefix, "", err)
 		}
-		if err := bound.add(len(page.Contents)); err != nil {
-			return nil, s.fail("LIST", prefix, "", err)
+		kept, past := 0, false
+		for _, o := range page.Contents {
+			name := bucket + "/" + aws.ToString(o.Key)
+			if name > q.startAfter && before(name) {
+				l.objs = append(l.objs, ObjectInfo{Name: name, Size: aws.ToInt64(o.Size)})
+				kept++
+			}
+			past = past || (q.end != "" && name >= q.end)
+		}
+		for _, cp := range page.CommonPrefixes {
+			name := bucket + "/" + aws.ToString(cp.Prefix)
+			if before(name) {
+				l.folders = append(l.folders, name)
+			}
+			past = past || (q.end != "" && name >= q.end)
+		}
+		// The objects kept count against the bound; folders, through the
+		// pages that hold them.
+		if err := bound.add(kept); err != nil {
+			return keyList{}, s.fail("LIST", q.prefix, "", err)
+		}
+		if past {
+			break // the rest of the listing lies past the range
+		}
+		if q.onePage {
+			l.more = aws.ToBool(page.IsTruncated)
+			break
 		}
 		next := aws.ToString(page.NextContinuationToken)
 		if aws.ToBool(page.IsTruncated) && (next == "" || next == token) {
 			// The paginator would stop at once (no token: a listing cut
 			// short) or ask for the same page for ever.
-			return nil, s.fail("LIST", prefix, "", fmt.Errorf("a truncated page whose continuation token %q is empty or the last page's", next))
+			return keyList{}, s.fail("LIST", q.prefix, "", fmt.Errorf("a truncated page whose continuation token %q is empty or the last page's", next))
 		}
 		token = next
-		for _, o := range page.Contents {
-			out = append(out, ObjectInfo{Name: bucket + "/" + aws.ToString(o.Key), Size: aws.ToInt64(o.Size)})
-		}
 	}
-	return out, nil // ListObjectsV2 returns keys in UTF-8 binary order
+	return l, nil
 }
 
 func (*s3Store) IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

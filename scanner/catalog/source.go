@@ -52,6 +52,12 @@ type Source struct {
 	// bounded by store.MaxListObjects.
 	MaxBytes  int64
 	MaxChunks int
+	// Parallelism bounds the listings a glob or prefix source runs at
+	// once (the query's max_parallel_io); 0 means the parallelism of the
+	// store domain's scheduler. Either is lowered to the scheduler's
+	// throttling limit: a domain that answers SlowDown gets no more
+	// listings at once than it gets GETs.
+	Parallelism int
 	// Keep, when set, is asked of every chunk as the source is read: the
 	// list holds only those it keeps (a shard's), plus the source's first
 	// chunk aside (List.First). The limits count every row.
@@ -121,15 +127,20 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 	}
 	defer h.Release()
 	st, name := h.Store, h.Name
+	parallel := src.Parallelism
+	if parallel <= 0 {
+		parallel = h.Scheduler.Parallelism()
+	}
+	parallel = min(parallel, h.Scheduler.Stats().Limit)
 	var objs []store.ObjectInfo
 	switch {
 	case hasGlobMeta(name):
-		objs, err = store.Glob(ctx, st, name)
+		objs, err = store.Glob(ctx, st, name, parallel)
 		if err == nil && len(objs) == 0 {
 			err = fmt.Errorf("%w: nothing matches %q", ErrNoChunks, source)
 		}
 	case strings.HasSuffix(name, "/"):
-		objs, err = st.List(ctx, name)
+		objs, err = store.ListTree(ctx, st, name, parallel)
 		if err == nil && len(objs) == 0 {
 			err = fmt.Errorf("%w: nothing under %q", ErrNoChunks, source)
 		}
@@ -140,7 +151,7 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 		if err == nil {
 			objs = []store.ObjectInfo{{Name: name, Size: size}}
 		} else if st.IsNotFound(err) {
-			if listed, lerr := st.List(ctx, name+"/"); lerr == nil && len(listed) > 0 {
+			if listed, lerr := store.ListTree(ctx, st, name+"/", parallel); lerr == nil && len(listed) > 0 {
 				objs, err = listed, nil
 			}
 		}

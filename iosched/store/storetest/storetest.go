@@ -147,7 +147,7 @@ func Run(t *testing.T, newFixture Factory) {
 	})
 
 	t.Run("Glob", func(t *testing.T) {
-		one, err := store.Glob(ctx, st, pre+"dir/b.bin")
+		one, err := store.Glob(ctx, st, pre+"dir/b.bin", 1)
 		if err != nil || len(one) != 1 || one[0].Size != 1000 {
 			t.Fatalf("Glob without wildcards = %v, %v", one, err)
 		}
@@ -160,18 +160,40 @@ func Run(t *testing.T, newFixture Factory) {
 			"dir/sub/?.*":   {"dir/sub/c.bin", "dir/sub/d.txt"},
 			"**/*.bin":      {"a.bin", "dir/b.bin", "dir/segment=7/e.bin", "dir/sub/c.bin", "other/f.bin"},
 			"dir/**":        {"dir/b.bin", "dir/segment=7/e.bin", "dir/sub/c.bin", "dir/sub/d.txt"},
+			"d*/s*/*":       {"dir/segment=7/e.bin", "dir/sub/c.bin", "dir/sub/d.txt"},
+			"*/*/c*":        {"dir/sub/c.bin"},
 			"nothing/*.bin": nil,
 		} {
-			got, err := store.Glob(ctx, st, pre+pattern)
+			// One listing at a time, and as many at once as the store
+			// lists folders.
+			for _, parallel := range []int{1, 8} {
+				got, err := store.Glob(ctx, st, pre+pattern, parallel)
+				if err != nil {
+					t.Fatalf("Glob(%s, %d): %v", pattern, parallel, err)
+				}
+				var names []string
+				for _, o := range got {
+					names = append(names, strings.TrimPrefix(o.Name, pre))
+				}
+				if strings.Join(names, ",") != strings.Join(want, ",") {
+					t.Errorf("Glob(%s, %d) = %v, want %v", pattern, parallel, names, want)
+				}
+			}
+		}
+	})
+
+	t.Run("ListTree", func(t *testing.T) {
+		if !fx.CanList {
+			return
+		}
+		for _, prefix := range []string{"", "dir/", "dir/s", "nothing-here/"} {
+			want, err := st.List(ctx, pre+prefix)
 			if err != nil {
-				t.Fatalf("Glob(%s): %v", pattern, err)
+				t.Fatal(err)
 			}
-			var names []string
-			for _, o := range got {
-				names = append(names, strings.TrimPrefix(o.Name, pre))
-			}
-			if strings.Join(names, ",") != strings.Join(want, ",") {
-				t.Errorf("Glob(%s) = %v, want %v", pattern, names, want)
+			got, err := store.ListTree(ctx, st, pre+prefix, 8)
+			if err != nil || !equalInfos(got, want) {
+				t.Errorf("ListTree(%q) = %v, %v; want List's %v", prefix, got, err, want)
 			}
 		}
 	})
