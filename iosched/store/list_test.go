@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -116,14 +117,17 @@ func TestListFileBound(t *testing.T) {
 // does (prefix, delimiter "/", start-after, continuation tokens) with
 // perPage entries a page, and serves nothing else. Before each listing it
 // calls hook, if set, with the request and the listing's prefix: a
-// non-zero status fails the listing with it. It counts the listings'
-// pages.
+// non-zero status fails the listing with it (closeConn: the connection
+// closes with no answer). It counts the listings' pages.
 type fakeS3 struct {
 	keys    []string // sorted
 	perPage int
 	hook    func(r *http.Request, prefix string) int
 	pages   atomic.Int64
 }
+
+// closeConn is the status a fakeS3 hook returns to close the connection.
+const closeConn = -1
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -133,7 +137,14 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
 	if f.hook != nil {
-		if status := f.hook(r, prefix); status != 0 {
+		switch status := f.hook(r, prefix); status {
+		case 0:
+		case closeConn:
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		default:
 			w.WriteHeader(status)
 			return
 		}
@@ -469,5 +480,72 @@ func TestGlobRequests(t *testing.T) {
 		if n := f.pages.Load(); n > int64(tt.requests) {
 			t.Errorf("%d folders of %d objects: %d requests, want at most %d", tt.folders, tt.objects, n, tt.requests)
 		}
+	}
+}
+
+// TestGlobRetriesPages: a listing page answered 503 SlowDown, or whose
+// connection closes before the answer, is asked again, for every listing
+// of a glob (they run at once, so one such answer is likely on a store
+// under load): the glob's answer is the whole listing, in order. A page
+// that is always throttled fails the glob, naming its URL, after a few
+// attempts.
+func TestGlobRetriesPages(t *testing.T) {
+	leakCheck(t)
+	keys := folderKeys(6, 5)
+	var want []string
+	for _, k := range keys {
+		if strings.HasSuffix(k, ".arrow") {
+			want = append(want, "bkt/"+k)
+		}
+	}
+	var mu sync.Mutex
+	tries := map[string]int{} // by request query
+	f := &fakeS3{keys: keys, perPage: 4}
+	f.hook = func(r *http.Request, prefix string) int {
+		mu.Lock()
+		tries[r.URL.RawQuery]++
+		n := tries[r.URL.RawQuery]
+		mu.Unlock()
+		switch n {
+		case 1:
+			return http.StatusServiceUnavailable
+		case 2:
+			return closeConn
+		}
+		return 0
+	}
+	st := openFake(t, f)
+	got, err := store.Glob(context.Background(), st, "bkt/ds/**/*.arrow", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range got {
+		names = append(names, o.Name)
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("glob after retries: %v\nwant %v", names, want)
+	}
+	mu.Lock()
+	for q, n := range tries {
+		if n != 3 {
+			t.Errorf("listing %q asked %d times, want 3 (503, a closed connection, the page)", q, n)
+		}
+	}
+	mu.Unlock()
+
+	f = &fakeS3{keys: keys, perPage: 4}
+	var asked atomic.Int64
+	f.hook = func(r *http.Request, prefix string) int {
+		asked.Add(1)
+		return http.StatusServiceUnavailable
+	}
+	st = openFake(t, f)
+	_, err = store.Glob(context.Background(), st, "bkt/ds/**/*.arrow", 1)
+	if err == nil || !strings.Contains(err.Error(), "LIST s3://bkt/ds/") || !errors.Is(err, store.ErrThrottled) {
+		t.Fatalf("an always throttled listing: err = %v", err)
+	}
+	if n := asked.Load(); n < 2 || n > 10 {
+		t.Errorf("an always throttled page was asked %d times, want a few", n)
 	}
 }

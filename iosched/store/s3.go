@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -407,9 +409,9 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	var token string
 	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+		page, err := s.nextPage(ctx, p, q.prefix)
 		if err != nil {
-			return keyList{}, s.fail("LIST", q.prefix, "", err)
+			return keyList{}, err
 		}
 		kept, past := 0, false
 		for _, o := range page.Contents {
@@ -448,6 +450,54 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 		token = next
 	}
 	return l, nil
+}
+
+// Listing pages are retried here, not by the scheduler (listings do not
+// go through it): a throttled answer or a broken connection on one of a
+// glob's pages, which run many at once, would otherwise fail the query, as
+// a GET that meets one would not.
+const (
+	listAttempts   = 6
+	listBackoff    = 100 * time.Millisecond
+	listMaxBackoff = 5 * time.Second
+)
+
+// nextPage asks p for its next page (failing with the LIST error naming
+// prefix), again after a throttled answer (429, 503) or a connection
+// broken before the answer was whole, up to listAttempts times, waiting
+// an exponential back-off with jitter, or the Retry-After the store asked
+// for if that is longer (capped at listMaxBackoff). A page asked again is
+// the same page: the paginator moves on only after a page it got.
+func (s *s3Store) nextPage(ctx context.Context, p *s3.ListObjectsV2Paginator, prefix string) (*s3.ListObjectsV2Output, error) {
+	for attempt := 1; ; attempt++ {
+		page, err := p.NextPage(ctx)
+		if err == nil {
+			return page, nil
+		}
+		err = s.fail("LIST", prefix, "", err)
+		if attempt == listAttempts || ctx.Err() != nil || !listRetryable(err) {
+			return nil, err
+		}
+		d := min(listBackoff<<(attempt-1), listMaxBackoff)
+		d = d/2 + rand.N(d/2+1)
+		if ra := RetryAfter(err); ra > d {
+			d = min(ra, listMaxBackoff)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
+}
+
+// listRetryable reports whether a listing page that failed with err may
+// be asked again: the store throttled it, or the connection broke.
+func listRetryable(err error) bool {
+	return Throttled(err) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 func (*s3Store) IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
