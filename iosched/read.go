@@ -89,6 +89,11 @@ func (s *Scheduler) readBuffer(t *task) []byte {
 	return make([]byte, sp.length)
 }
 
+// readToEndHint bounds the buffer a read to the end of an object starts
+// with when the store gave the body's length: past it, the buffer grows
+// as the bytes arrive.
+const readToEndHint = 64 << 20
+
 // getRange is the one read path: it makes one GET of length bytes of t's
 // object at off (length < 0: to the end of the object) under a watchdog,
 // and reports it to the stats and the tracer as name ("GET" or "hedge").
@@ -145,7 +150,15 @@ func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, in
 	defer body.Close()
 	var buf []byte
 	if length < 0 {
-		buf = make([]byte, min(64<<10, s.o.MaxReadToEnd+1))
+		// One byte more than the length the answer gave, so that its end
+		// is read without growing the buffer to twice its size; the
+		// server's word is trusted up to readToEndHint, so that a claimed
+		// length sets aside no more than that before bytes arrive.
+		n := int64(64 << 10)
+		if h, ok := body.(store.LenHint); ok {
+			n = max(n, min(h.LenHint()+1, readToEndHint))
+		}
+		buf = make([]byte, min(n, s.o.MaxReadToEnd+1))
 	} else {
 		buf = into()
 	}

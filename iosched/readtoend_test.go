@@ -1,12 +1,14 @@
 package iosched_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/iosched/store"
@@ -46,5 +48,47 @@ func TestReadToEndIsBounded(t *testing.T) {
 	}
 	if n := sent.Load(); n >= 16*limit {
 		t.Errorf("the server sent %d bytes before the client stopped, want about %d", n, limit)
+	}
+}
+
+// A read to the end of an object whose answer gives its length is read
+// into a buffer of that length (and one byte to see the end), not into one
+// grown by doubling: a catalog of a few MiB would otherwise hold up to
+// twice its size while it is parsed. The bytes are the object's, whether
+// or not the server gives the length.
+func TestReadToEndSizedByContentLength(t *testing.T) {
+	leakCheck(t)
+	obj := make([]byte, 3<<20+12345)
+	for i := range obj {
+		obj[i] = byte(i * 7)
+	}
+	for _, chunked := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if chunked {
+				// No Content-Length: the body's length is unknown.
+				w.Write(obj[:1000])
+				w.(http.Flusher).Flush()
+				w.Write(obj[1000:])
+				return
+			}
+			http.ServeContent(w, r, "obj", time.Time{}, bytes.NewReader(obj))
+		}))
+		st, name, err := store.Open(srv.URL+"/obj.arrow", store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newScheduler(t, iosched.Options{Parallelism: 1})
+		got, err := s.Fetch(context.Background(), []iosched.Request{{Store: st, Name: name, Length: -1}})
+		st.Close()
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[0], obj) {
+			t.Fatalf("chunked %v: read %d bytes, not the object's %d", chunked, len(got[0]), len(obj))
+		}
+		if c := cap(got[0]); !chunked && c != len(obj)+1 {
+			t.Errorf("a body of %d bytes with its length given was read into a buffer of %d", len(obj), c)
+		}
 	}
 }

@@ -220,7 +220,7 @@ func (s *httpStore) GetRangeVersion(ctx context.Context, name string, off, lengt
 				return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(total))
 			}
 		}
-		return resp.Body, version, nil
+		return withLenHint(resp.Body, resp.ContentLength, length), version, nil
 	case http.StatusOK:
 		version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength)
 		if off > 0 {
@@ -228,7 +228,7 @@ func (s *httpStore) GetRangeVersion(ctx context.Context, name string, off, lengt
 			return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
 		}
 		if length < 0 {
-			return resp.Body, version, nil
+			return withLenHint(resp.Body, resp.ContentLength, length), version, nil
 		}
 		if resp.ContentLength >= 0 && resp.ContentLength < length {
 			resp.Body.Close()

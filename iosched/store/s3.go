@@ -339,7 +339,7 @@ func (s *s3Store) GetRangeVersion(ctx context.Context, name string, off, length 
 				io.Closer
 			}{io.LimitReader(out.Body, length), out.Body}, version, nil
 		}
-		return out.Body, version, nil
+		return withLenHint(out.Body, aws.ToInt64(out.ContentLength), length), version, nil
 	}
 	if length >= 0 && out.ContentLength != nil && *out.ContentLength < length {
 		if total := contentRangeTotal(aws.ToString(out.ContentRange)); total >= 0 && off+length > total {
@@ -347,7 +347,10 @@ func (s *s3Store) GetRangeVersion(ctx context.Context, name string, off, length 
 			return nil, "", s.fail("GET", name, rng, rangeErr(total))
 		}
 	}
-	return out.Body, version, nil
+	if out.ContentLength == nil {
+		return out.Body, version, nil
+	}
+	return withLenHint(out.Body, *out.ContentLength, length), version, nil
 }
 
 func (s *s3Store) Size(ctx context.Context, name string) (int64, error) {

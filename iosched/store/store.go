@@ -468,3 +468,27 @@ func objectVersion(etag, lastModified string, size int64) string {
 	}
 	return ""
 }
+
+// LenHint is implemented by the body of a read to the end of an object
+// (length < 0) when the store's answer gave its length (Content-Length): a
+// reader may size its buffer from it instead of growing one. A hint from
+// the server, not a promise: the body may end sooner or go on longer.
+type LenHint interface {
+	LenHint() int64
+}
+
+type hintedBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (b hintedBody) LenHint() int64 { return b.n }
+
+// withLenHint gives body the hint n when the read was to the end (length
+// < 0) and n is known (>= 0).
+func withLenHint(body io.ReadCloser, n, length int64) io.ReadCloser {
+	if length >= 0 || n < 0 {
+		return body
+	}
+	return hintedBody{body, n}
+}
