@@ -63,6 +63,16 @@ func (cs *caches) open(dir string, size int64) (*cache.Cache, error) {
 	return c, nil
 }
 
+// close waits for the pending fills of every cache and stops their
+// writers: no goroutine writes into a cache directory afterwards.
+func (cs *caches) close() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, c := range cs.m {
+		c.Close()
+	}
+}
+
 // CacheStats returns the statistics of every cache directory the
 // process's scans opened.
 func (p *Process) CacheStats() []cache.Stats {
@@ -93,8 +103,13 @@ type cacheUse struct {
 	checks chan struct{}
 
 	// hits counts the ranges served from the cache and their bytes;
-	// bind's and the first scan's share it.
+	// bind's and the first scan's share it, and fills.
 	hits *cacheHits
+	// fills are the writes of the ranges fetched, in the background: the
+	// scan decodes its bytes at once, and its end waits for them (bounded
+	// by cache.FillBytes), so that a scan that returned has stored what
+	// it read.
+	fills *cache.FillGroup
 }
 
 // cacheHits counts the ranges a scan read from the cache, and their bytes.
@@ -111,7 +126,8 @@ func newCacheUse(ctx context.Context, c *cache.Cache, parallel int) *cacheUse {
 	if parallel <= 0 {
 		parallel = iosched.DefaultParallelism
 	}
-	return &cacheUse{c: c, ctx: ctx, versions: map[string]*versionCheck{}, checks: make(chan struct{}, parallel), hits: &cacheHits{}}
+	return &cacheUse{c: c, ctx: ctx, versions: map[string]*versionCheck{}, checks: make(chan struct{}, parallel), hits: &cacheHits{},
+		fills: c.NewFillGroup()}
 }
 
 // version returns object's version, asking vs once per cacheUse (the
@@ -299,15 +315,18 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 		}
 		if rec != nil {
 			if version = rec.result(); version != "" {
-				cu.c.SetKnown(object, version)
 				cu.learned(object, version)
 			}
 		}
 		for j, i := range miss {
 			out[i] = data[j]
 			if version != "" {
-				// A failed fill is counted; the scan has its bytes.
-				cu.c.Put(cache.Key{Object: object, Version: version, Offset: reqs[i].Offset, Length: reqs[i].Length}, data[j])
+				// Queued, not written: a fill dropped (the queue full)
+				// or failed is counted; the scan has its bytes. The
+				// version is noted as the object's (cache.Known) once
+				// its first range is stored.
+				cu.fills.Fill(cache.Key{Object: object, Version: version, Offset: reqs[i].Offset, Length: reqs[i].Length},
+					data[j], rec != nil && j == 0)
 			}
 		}
 		return out, nil
@@ -467,12 +486,16 @@ func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
 		cu.versions = bound.versions
 		bound.mu.Unlock()
 		cu.hits = bound.hits
+		cu.fills = bound.fills
 	}
 	p.cacheUses[query] = cu
 	return cu, func() {
 		p.firstMu.Lock()
-		defer p.firstMu.Unlock()
 		delete(p.cacheUses, query)
+		p.firstMu.Unlock()
+		// The scan's reads are over: what it fetched is written before
+		// its end, so that the next query finds it.
+		cu.fills.Wait()
 	}
 }
 
@@ -492,6 +515,7 @@ var cacheColumns = []tableColumn[cache.Stats]{
 	{"validations", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Validations }},
 	{"corrupt", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Corrupt }},
 	{"fill_errors", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Errors }},
+	{"fills_dropped", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Dropped }},
 }
 
 // CacheSchema is the schema of remote_segments_cache().

@@ -311,3 +311,50 @@ func TestRecordingStore(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheFillsOffThePath: a scan reads and decodes every chunk while the
+// cache's writers are held back (its fills wait, not its reads, and no
+// fill holds the one IO slot), and its end waits for them: the next scan
+// finds every chunk in the cache.
+func TestCacheFillsOffThePath(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 3, ChunksPerSegment: 3, RowsPerChunk: 900, BatchesPerChunk: 2, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	p := testProcess(t)
+	cfg := Config{Process: p, Rows: chunkRows(t, dir, srv.URL, "1"), CacheDir: t.TempDir(), MaxParallelIO: 1}
+	chunks := int64(len(cfg.Rows))
+	c, err := p.caches.open(cfg.CacheDir, 0) // the one the plan uses
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := c.PauseFills()
+	defer resume()
+	plan, err := Bind(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.cache != c {
+		t.Fatal("the plan opened another cache")
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, sum := drain(t, scan, 2, 0)
+	checkSegments(t, want, rows, sum)
+	if st := c.Stats(); st.Entries != 0 || st.Fills != 0 {
+		t.Fatalf("entries written while the writers were held back: %+v", st)
+	}
+	resume()
+	scan.Close()
+	if st := c.Stats(); st.Entries != chunks || st.Dropped != 0 {
+		t.Fatalf("after the scan's end: %d entries (want %d), %d fills dropped", st.Entries, chunks, st.Dropped)
+	}
+	srv.gets.Store(0)
+	if st := scanAll(t, cfg, want); st.CacheHits != chunks || srv.gets.Load() != 0 {
+		t.Fatalf("next scan: %d hits of %d chunks, %d GETs", st.CacheHits, chunks, srv.gets.Load())
+	}
+}

@@ -151,7 +151,9 @@ type Cache struct {
 	// lock keeps other processes out).
 	evicting sync.Mutex
 
-	hits, hitBytes, misses, fills, evictions, validations, corrupt, refused, errs atomic.Int64
+	hits, hitBytes, misses, stored, evictions, validations, corrupt, refused, errs atomic.Int64
+
+	fills fillQueue // see fill.go
 }
 
 // Open returns the cache in directory dir (created if missing), holding
@@ -176,6 +178,7 @@ func Open(dir string, size int64) (*Cache, error) {
 		size = defaultSize(root)
 	}
 	c := &Cache{dir: root, size: size}
+	c.fills.bound = FillBytes
 	c.used.Store(c.count())
 	return c, nil
 }
@@ -338,7 +341,7 @@ func (c *Cache) Put(k Key, data []byte) (bool, error) {
 		c.errs.Add(1)
 		return false, err
 	}
-	c.fills.Add(1)
+	c.stored.Add(1)
 	return true, nil
 }
 
@@ -482,6 +485,7 @@ type Stats struct {
 	Validations    int64 // version checks (requests for headers)
 	Corrupt        int64 // entries dropped for a bad header or checksum
 	Errors         int64 // fills that failed to write
+	Dropped        int64 // fills not queued: FillBytes pending already, or abandoned
 }
 
 // Stats counts the entries on disk and returns the counters.
@@ -492,7 +496,7 @@ func (c *Cache) Stats() Stats {
 		n += f.size - HeaderSize
 	}
 	return Stats{Dir: c.Dir(), Size: c.size, Entries: int64(len(entries)), Bytes: n,
-		Hits: c.hits.Load(), HitBytes: c.hitBytes.Load(), Misses: c.misses.Load(), Fills: c.fills.Load(),
+		Hits: c.hits.Load(), HitBytes: c.hitBytes.Load(), Misses: c.misses.Load(), Fills: c.stored.Load(),
 		Refused: c.refused.Load(), Evictions: c.evictions.Load(), Validations: c.validations.Load(),
-		Corrupt: c.corrupt.Load(), Errors: c.errs.Load()}
+		Corrupt: c.corrupt.Load(), Errors: c.errs.Load(), Dropped: c.fills.dropped.Load()}
 }
