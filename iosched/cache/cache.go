@@ -23,7 +23,8 @@ package cache
 // version an object had when its ranges were last stored): an object with
 // none is fetched and stored without asking its version first.
 //
-// Recency is the entry file's modification time, set on every hit; an
+// Recency is the entry file's modification time, set after a hit by the
+// cache's writers (see touch); an
 // eviction (under an advisory lock on the directory, so that processes do
 // not evict at once) removes the least recently used entries until the
 // cache is below lowWater of its size. An entry being read when it is
@@ -41,7 +42,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,8 +77,9 @@ const minDefaultSize = 64 << 20
 const lowWater = 0.9
 
 // touchEvery is how stale an entry's recency may be: a hit within it of
-// the last does not write the file's time again (a metadata write to the
-// disk for every hit), and eviction cannot tell apart hits closer than it.
+// the last this process made does not write the file's time again (a
+// metadata write to the disk for every hit), and eviction cannot tell
+// apart hits closer than it.
 const touchEvery = time.Minute
 
 // staleTemp is the age of a temporary file that eviction removes: a fill
@@ -124,7 +125,6 @@ type Entry struct {
 	Offset int64
 	Length int64
 	sum    uint32
-	used   time.Time // when it was stored or last touched
 }
 
 // Check returns nil when data are the entry's bytes. Otherwise it removes
@@ -275,32 +275,34 @@ func (c *Cache) Lookup(k Key) (Entry, bool) {
 		c.misses.Add(1)
 		return Entry{}, false
 	}
-	if now := time.Now(); now.Sub(e.used) > touchEvery {
-		os.Chtimes(p, now, now) // recency for eviction; a failure only ages the entry
-	}
+	c.touch(p)
 	return e, true
 }
 
 // readHeader reads and checks the header of entry file p of key hash h.
+// It is on the path of every hit, so it makes the fewest system calls: an
+// open, a read, a stat and a close (an os.File would also register with
+// the poller).
 func readHeader(p string, h [32]byte) (Entry, error) {
-	f, err := os.Open(p)
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
-	defer f.Close()
 	var hdr [HeaderSize]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return Entry{}, fmt.Errorf("cache: %s: short header: %w", p, err)
+	var st syscall.Stat_t
+	got, err := syscall.Pread(fd, hdr[:], 0)
+	if err == nil {
+		err = syscall.Fstat(fd, &st)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return Entry{}, fmt.Errorf("cache: %w", err)
+	syscall.Close(fd)
+	if err != nil || got != HeaderSize {
+		return Entry{}, fmt.Errorf("cache: %s: short header (%d bytes): %v", p, got, err)
 	}
 	n := int64(binary.LittleEndian.Uint64(hdr[8:16]))
-	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 || fi.Size() != HeaderSize+n {
+	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 || st.Size != HeaderSize+n {
 		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key", p)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), used: fi.ModTime()}, nil
+	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20])}, nil
 }
 
 // Hit counts n bytes served from the cache.
@@ -361,9 +363,6 @@ func (c *Cache) secondTouch(h [32]byte) bool {
 // write fills the entry of h: a temporary file, whole, then renamed.
 func (c *Cache) write(h [32]byte, data []byte) error {
 	final := c.entryPath(h)
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return fmt.Errorf("cache: %w", err)
-	}
 	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(final)+".*")
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
@@ -383,6 +382,13 @@ func (c *Cache) write(h [32]byte, data []byte) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp, final)
+		if errors.Is(err, fs.ErrNotExist) {
+			// The entry's folder is made on its first fill (not on
+			// every one: a system call on the path of each).
+			if err = os.MkdirAll(filepath.Dir(final), 0o755); err == nil {
+				err = os.Rename(tmp, final)
+			}
+		}
 	}
 	if err != nil {
 		os.Remove(tmp)

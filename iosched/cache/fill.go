@@ -15,8 +15,11 @@ package cache
 // again by a later scan, which stores it if the queue has room by then.
 
 import (
+	"math/bits"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // FillBytes is the most bytes of fills a Cache holds at once, queued or
@@ -31,12 +34,14 @@ const FillBytes = 64 << 20
 // cores to the scans' decode.
 const fillWriters = 2
 
-// fill is one queued write: k's bytes, a copy owned by the queue.
+// fill is one queued write: k's bytes, a copy owned by the queue; or, if
+// touch is not "", the recency of that entry file (of no group).
 type fill struct {
 	k     Key
 	data  []byte
 	known bool // note k.Version as k.Object's (SetKnown) once written
 	group *FillGroup
+	touch string
 }
 
 // fillQueue is a cache's pending fills and the state of its writers.
@@ -49,6 +54,8 @@ type fillQueue struct {
 	idle    *sync.Cond // signalled when a fill ends and when a writer does
 	closed  bool
 	bound   int64 // FillBytes; smaller in tests
+	// touched is when this process last queued each entry's touch.
+	touched map[string]time.Time
 
 	dropped atomic.Int64
 }
@@ -89,16 +96,29 @@ func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
 	fq.held += n
 	fq.mu.Unlock()
 	// The copy is made outside the lock: fills of other scans need not
-	// wait for it. Its room is taken above.
-	f := &fill{k: k, data: append([]byte(nil), data...), known: known, group: g}
+	// wait for it. Its room is taken above, and corrected to the
+	// buffer's capacity below.
+	buf := fillBuffer(len(data))
+	copy(buf, data)
+	f := &fill{k: k, data: buf, known: known, group: g}
 	fq.mu.Lock()
 	if fq.closed { // closed while the copy was made
 		fq.held -= n
 		fq.mu.Unlock()
 		fq.dropped.Add(1)
+		freeFillBuffer(buf)
 		return false
 	}
+	fq.held += int64(cap(buf)) - n
 	g.pending++
+	c.queueLocked(f)
+	return true
+}
+
+// queueLocked queues f and starts a writer if fewer than fillWriters run;
+// it unlocks fq.mu.
+func (c *Cache) queueLocked(f *fill) {
+	fq := &c.fills
 	fq.q = append(fq.q, f)
 	start := fq.writers < fillWriters
 	if start {
@@ -108,7 +128,30 @@ func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
 	if start {
 		go c.writeFills()
 	}
-	return true
+}
+
+// maxTouched bounds the entries whose last touch the process remembers;
+// beyond it the memory starts afresh (a few touches again, no harm).
+const maxTouched = 1 << 16
+
+// touch marks entry file p recently used: its modification time is set
+// by a writer, off the path of the hit, at most once per touchEvery per
+// entry in this process. Recency only orders eviction, so a touch that
+// comes late, or not at all (the cache closed), costs nothing but
+// precision.
+func (c *Cache) touch(p string) {
+	fq := &c.fills
+	now := time.Now()
+	fq.mu.Lock()
+	if t, ok := fq.touched[p]; fq.closed || (ok && now.Sub(t) < touchEvery) {
+		fq.mu.Unlock()
+		return
+	}
+	if fq.touched == nil || len(fq.touched) >= maxTouched {
+		fq.touched = map[string]time.Time{}
+	}
+	fq.touched[p] = now
+	c.queueLocked(&fill{touch: p})
 }
 
 // writeFills is one writer: it writes queued fills until there are none,
@@ -133,12 +176,18 @@ func (c *Cache) writeFills() {
 		fq.q[0] = nil
 		fq.q = fq.q[1:]
 		fq.mu.Unlock()
+		if f.touch != "" {
+			now := time.Now()
+			os.Chtimes(f.touch, now, now) // a failure only ages the entry
+			continue
+		}
 		// A failure to write is counted by Put; the scan has its bytes.
 		if ok, _ := c.Put(f.k, f.data); ok && f.known {
 			c.SetKnown(f.k.Object, f.k.Version)
 		}
+		freeFillBuffer(f.data)
 		fq.mu.Lock()
-		fq.held -= int64(len(f.data))
+		fq.held -= int64(cap(f.data))
 		f.group.pending--
 		fq.cond().Broadcast()
 		fq.mu.Unlock()
@@ -175,7 +224,8 @@ func (g *FillGroup) Abandon() {
 	for _, f := range fq.q {
 		if f.group == g {
 			fq.dropped.Add(1)
-			fq.held -= int64(len(f.data))
+			fq.held -= int64(cap(f.data))
+			freeFillBuffer(f.data)
 			g.pending--
 		} else {
 			kept = append(kept, f)
@@ -225,4 +275,38 @@ func (c *Cache) PauseFills() (resume func()) {
 			close(p)
 		})
 	}
+}
+
+// Fill buffers are reused: a copy into fresh memory pays a page fault
+// every 4 KiB, more than the copy itself. They are kept in pools by
+// power-of-two capacity, which the garbage collector empties when they
+// are not used: an idle process keeps no fill memory. A pending fill's
+// buffer counts its whole capacity in the bound.
+
+// fillMinPooled is the smallest capacity pooled (smaller copies are
+// cheap to allocate).
+const fillMinPooled = 16 << 10
+
+// fillPools holds buffers of capacity 1<<i in fillPools[i].
+var fillPools [48]sync.Pool
+
+// fillBuffer returns a buffer of length n, from a pool where one is free.
+func fillBuffer(n int) []byte {
+	if n < fillMinPooled {
+		return make([]byte, n)
+	}
+	i := bits.Len(uint(n - 1)) // 1<<i >= n
+	if b, ok := fillPools[i].Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, 1<<i)
+}
+
+// freeFillBuffer gives b back to its pool; nothing may use it afterwards.
+func freeFillBuffer(b []byte) {
+	c := cap(b)
+	if c < fillMinPooled || c&(c-1) != 0 {
+		return
+	}
+	fillPools[bits.Len(uint(c-1))].Put(&b)
 }

@@ -189,3 +189,42 @@ func TestCloseWaitsForFills(t *testing.T) {
 		t.Fatal("a fill after Close was queued")
 	}
 }
+
+// TestTouchOffThePath: a hit's recency is written by the cache's writers,
+// not by Lookup: with the writers held back the entry keeps its old time,
+// and has a new one once they ran.
+func TestTouchOffThePath(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Object: "o", Version: "v", Length: 100}
+	if ok, err := c.Put(k, payload(1, 100)); !ok || err != nil {
+		t.Fatalf("Put = %v, %v", ok, err)
+	}
+	e := Entry{Path: c.entryPath(k.hash())}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(e.Path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	resume := c.PauseFills()
+	if _, ok := c.Lookup(k); !ok {
+		t.Fatal("no hit")
+	}
+	mtime := func() time.Time {
+		fi, err := os.Stat(e.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	if !mtime().Equal(old) {
+		t.Fatal("Lookup wrote the entry's time itself")
+	}
+	resume()
+	c.Close()
+	if !mtime().After(old.Add(time.Hour)) {
+		t.Fatalf("the hit's touch was not written: %v", mtime())
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ var (
 	w2Segs  = flag.Int("w2-segments", 128, "segments of 8 objects in the W2 dataset (128: 1,024 objects)")
 	skipW1  = flag.Bool("no-w1", false, "skip W1")
 	skipW2  = flag.Bool("no-w2", false, "skip W2 and the hot set")
+	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
 
 // dataset is one workload: its objects on S3 and as local files.
@@ -78,6 +80,16 @@ type bench struct {
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	root, err := filepath.Abs(filepath.Join(*outDir, "cache"))
 	if err != nil {
 		log.Fatal(err)
