@@ -90,6 +90,15 @@ type Request struct {
 	// whole, not split; one to the end of the object (Length < 0) maps to
 	// its end.
 	Map func(m []byte)
+	// Version, if set, makes the request one for the object's version
+	// (its Store must be a store.Versioner: an HTTP HEAD, S3 HeadObject)
+	// and no bytes: Offset and Length must be 0, and its Result's Data is
+	// empty. It is queued and retried as a GET is, on the same worker
+	// slots (a check of an object's version is a round trip like a
+	// range's), never merged, split or hedged, and does not count as a
+	// GET in the stats. Version is called with the store's answer on a
+	// worker, before the request is delivered; it must not block.
+	Version func(v string)
 }
 
 // Result is the outcome of one request: its index in the submitted slice

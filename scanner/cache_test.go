@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/remote-segments/remote_segments/iosched/cache"
@@ -356,5 +357,49 @@ func TestCacheFillsOffThePath(t *testing.T) {
 	srv.gets.Store(0)
 	if st := scanAll(t, cfg, want); st.CacheHits != chunks || srv.gets.Load() != 0 {
 		t.Fatalf("next scan: %d hits of %d chunks, %d GETs", st.CacheHits, chunks, srv.gets.Load())
+	}
+}
+
+// TestCacheChecksShareTheSlots: the version checks of a warm scan go
+// through the IO scheduler with its GETs: requests to the store in flight,
+// checks and GETs together, never pass max_parallel_io.
+func TestCacheChecksShareTheSlots(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 8, ChunksPerSegment: 4, RowsPerChunk: 300, BatchesPerChunk: 1, Seed: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur, peak, heads atomic.Int64
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := cur.Add(1)
+		defer cur.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		if r.Method == http.MethodHead {
+			heads.Add(1)
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
+			h := sha256.Sum256(data)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
+		}
+		time.Sleep(3 * time.Millisecond) // a store's latency, so that requests overlap
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	rows := chunkRows(t, dir, srv.URL, "")
+	p := testProcess(t)
+	cfg := Config{Process: p, Rows: rows[:len(rows)/2], CacheDir: t.TempDir(), MaxParallelIO: 3}
+	scanAll(t, cfg, nil) // half the objects cached
+	peak.Store(0)
+	// The objects never cached first: their GETs run as the checks of
+	// the others do.
+	cfg.Rows = append(rows[len(rows)/2:len(rows):len(rows)], rows[:len(rows)/2]...)
+	scanAll(t, cfg, want)
+	if heads.Load() != int64(len(rows)/2) {
+		t.Fatalf("%d checks, want one per cached object (%d)", heads.Load(), len(rows)/2)
+	}
+	if peak.Load() > 3 {
+		t.Fatalf("%d requests in flight at once, max_parallel_io 3", peak.Load())
 	}
 }
