@@ -225,7 +225,9 @@ func (c *Cache) Known(object string) (string, bool) {
 }
 
 // SetKnown notes version as object's (see Known). A failure to write it
-// only costs the next scan its check.
+// only costs the next scan its check. The note is written in place, not
+// through a temporary file: a torn or empty one is only a wrong hint,
+// which costs a check or a fetch, never a wrong byte.
 func (c *Cache) SetKnown(object, version string) {
 	if version == "" || len(version) > maxVersionLen {
 		return
@@ -233,21 +235,7 @@ func (c *Cache) SetKnown(object, version string) {
 	if old, ok := c.Known(object); ok && old == version {
 		return
 	}
-	p := c.objectPath(object)
-	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(p)+".*")
-	if err != nil {
-		return
-	}
-	_, err = f.WriteString(version)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
+	os.WriteFile(c.objectPath(object), []byte(version), 0o644)
 }
 
 func (c *Cache) seenPath(h [32]byte) string {
@@ -321,6 +309,12 @@ func (c *Cache) Validated(n int64) { c.validations.Add(n) }
 // stored. A failure to write is counted (Stats.Errors) and reported, and
 // leaves no entry: the caller has its bytes and need not care.
 func (c *Cache) Put(k Key, data []byte) (bool, error) {
+	return c.put(k, data, nil)
+}
+
+// put is Put; framed, if not nil, is HeaderSize bytes of room followed by
+// data, so that the entry is written in one call.
+func (c *Cache) put(k Key, data, framed []byte) (bool, error) {
 	h := k.hash()
 	n := int64(len(data))
 	if n > c.size {
@@ -338,7 +332,7 @@ func (c *Cache) Put(k Key, data []byte) (bool, error) {
 		}
 		defer c.evict()
 	}
-	if err := c.write(h, data); err != nil {
+	if err := c.write(h, data, framed); err != nil {
 		c.used.Add(-n)
 		c.errs.Add(1)
 		return false, err
@@ -361,20 +355,28 @@ func (c *Cache) secondTouch(h [32]byte) bool {
 }
 
 // write fills the entry of h: a temporary file, whole, then renamed.
-func (c *Cache) write(h [32]byte, data []byte) error {
+// framed, if not nil, is data after HeaderSize bytes of room for the
+// header.
+func (c *Cache) write(h [32]byte, data, framed []byte) error {
 	final := c.entryPath(h)
 	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(final)+".*")
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
 	tmp := f.Name()
-	var hdr [HeaderSize]byte
+	var room [HeaderSize]byte
+	hdr := room[:]
+	if framed != nil {
+		hdr = framed[:HeaderSize]
+		clear(hdr)
+	}
 	copy(hdr[:8], magic[:])
 	binary.LittleEndian.PutUint64(hdr[8:16], uint64(len(data)))
 	binary.LittleEndian.PutUint32(hdr[16:20], crc32.Checksum(data, crcTable))
 	copy(hdr[24:56], h[:])
-	_, err = f.Write(hdr[:])
-	if err == nil {
+	if framed != nil {
+		_, err = f.Write(framed)
+	} else if _, err = f.Write(hdr); err == nil {
 		_, err = f.Write(data)
 	}
 	if cerr := f.Close(); err == nil {

@@ -34,12 +34,13 @@ const FillBytes = 64 << 20
 // cores to the scans' decode.
 const fillWriters = 2
 
-// fill is one queued write: k's bytes, a copy owned by the queue; or, if
-// touch is not "", the recency of that entry file (of no group).
+// fill is one queued write: k's bytes, a copy owned by the queue after
+// HeaderSize bytes of room for the entry's header; or, if touch is not "",
+// the recency of that entry file (of no group).
 type fill struct {
 	k     Key
-	data  []byte
-	known bool // note k.Version as k.Object's (SetKnown) once written
+	data  []byte // HeaderSize bytes, then the range's
+	known bool   // note k.Version as k.Object's (SetKnown) once written
 	group *FillGroup
 	touch string
 }
@@ -98,8 +99,8 @@ func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
 	// The copy is made outside the lock: fills of other scans need not
 	// wait for it. Its room is taken above, and corrected to the
 	// buffer's capacity below.
-	buf := fillBuffer(len(data))
-	copy(buf, data)
+	buf := fillBuffer(HeaderSize + len(data))
+	copy(buf[HeaderSize:], data)
 	f := &fill{k: k, data: buf, known: known, group: g}
 	fq.mu.Lock()
 	if fq.closed { // closed while the copy was made
@@ -182,7 +183,7 @@ func (c *Cache) writeFills() {
 			continue
 		}
 		// A failure to write is counted by Put; the scan has its bytes.
-		if ok, _ := c.Put(f.k, f.data); ok && f.known {
+		if ok, _ := c.put(f.k, f.data[HeaderSize:], f.data); ok && f.known {
 			c.SetKnown(f.k.Object, f.k.Version)
 		}
 		freeFillBuffer(f.data)
