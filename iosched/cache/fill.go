@@ -100,7 +100,12 @@ func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
 	// wait for it. Its room is taken above, and corrected to the
 	// buffer's capacity below.
 	buf := fillBuffer(HeaderSize + len(data))
-	copy(buf[HeaderSize:], data)
+	if buf != nil {
+		copy(buf[HeaderSize:], data)
+	} else {
+		// append clears none of the bytes it copies, as make would.
+		buf = append(make([]byte, HeaderSize), data...)
+	}
 	f := &fill{k: k, data: buf, known: known, group: g}
 	fq.mu.Lock()
 	if fq.closed { // closed while the copy was made
@@ -280,34 +285,31 @@ func (c *Cache) PauseFills() (resume func()) {
 
 // Fill buffers are reused: a copy into fresh memory pays a page fault
 // every 4 KiB, more than the copy itself. They are kept in pools by
-// power-of-two capacity, which the garbage collector empties when they
-// are not used: an idle process keeps no fill memory. A pending fill's
-// buffer counts its whole capacity in the bound.
+// power of two (pool i holds capacities from 1<<i up), which the garbage
+// collector empties when they are not used: an idle process keeps no fill
+// memory. A pending fill's buffer counts its whole capacity in the bound.
 
 // fillMinPooled is the smallest capacity pooled (smaller copies are
 // cheap to allocate).
 const fillMinPooled = 16 << 10
 
-// fillPools holds buffers of capacity 1<<i in fillPools[i].
-var fillPools [48]sync.Pool
+// fillPools holds buffers of capacity at least 1<<i in fillPools[i].
+var fillPools [64]sync.Pool
 
-// fillBuffer returns a buffer of length n, from a pool where one is free.
+// fillBuffer returns a pooled buffer of length n, or nil if none is free.
 func fillBuffer(n int) []byte {
 	if n < fillMinPooled {
-		return make([]byte, n)
+		return nil
 	}
-	i := bits.Len(uint(n - 1)) // 1<<i >= n
-	if b, ok := fillPools[i].Get().(*[]byte); ok {
+	if b, ok := fillPools[bits.Len(uint(n-1))].Get().(*[]byte); ok { // 1<<i >= n
 		return (*b)[:n]
 	}
-	return make([]byte, n, 1<<i)
+	return nil
 }
 
-// freeFillBuffer gives b back to its pool; nothing may use it afterwards.
+// freeFillBuffer gives b back to a pool; nothing may use it afterwards.
 func freeFillBuffer(b []byte) {
-	c := cap(b)
-	if c < fillMinPooled || c&(c-1) != 0 {
-		return
+	if c := cap(b); c >= fillMinPooled {
+		fillPools[bits.Len(uint(c))-1].Put(&b) // 1<<i <= c
 	}
-	fillPools[bits.Len(uint(c-1))].Put(&b)
 }
