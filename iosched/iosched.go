@@ -11,6 +11,8 @@ package iosched
 // parallel parts (plan), queues the GETs, and runs them on at most
 // max_parallel_io worker slots. Workers only do IO: a body is read into the
 // caller's buffer and handed over; decoding happens on the caller's side.
+// A request may ask for an object's version instead of bytes
+// (Request.Version: a HEAD): it waits for a slot like a GET.
 //
 // Order: the queue holds one sub-queue per query (Priority.Query); workers
 // take from the queries in turn (round-robin) and, within a query, the

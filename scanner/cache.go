@@ -143,6 +143,13 @@ func (cu *cacheUse) claim(object string) (*versionCheck, bool) {
 	return vc, true
 }
 
+// asked returns object's check if one was made or begun (nil: none).
+func (cu *cacheUse) asked(object string) *versionCheck {
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	return cu.versions[object]
+}
+
 // wait returns vc's version once it is known.
 func (cu *cacheUse) wait(vc *versionCheck) (string, error) {
 	select {
@@ -296,6 +303,8 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 		version := c.Version
 		if version != "" {
 			version = "catalog:" + version
+		} else if vc := cu.asked(object); vc != nil {
+			version, _ = cu.wait(vc) // checked ahead, or learned from a GET
 		} else if _, known := cu.c.Known(object); known {
 			// An error or no version: the ranges are fetched, and the
 			// GET reports what is wrong with the object, if anything.
