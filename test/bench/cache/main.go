@@ -12,7 +12,9 @@
 //     store), against the same chunks as local files;
 //   - the warm scan with the default checks (one HEAD per object);
 //
-// counting the proxy's GETs and HEADs, and, with a cache of -hot-mib, a hot
+// counting the proxy's GETs and HEADs and this process's CPU time per scan
+// (user and system: the store's server is another process; less swayed
+// than wall time by other load on a shared machine), and, with a cache of -hot-mib, a hot
 // set read twice, then a pass over twice the cache's size of other objects,
 // then the hot set again: the share of it still resident.
 //
@@ -32,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -188,7 +191,7 @@ func (b *bench) prepare(root, name string, spec datagen.Spec) *dataset {
 
 // run is one timed scan.
 type run struct {
-	wall         time.Duration
+	wall, cpu    time.Duration // cpu: this process's, user and system
 	gets, heads  int64
 	hits, chunks int64
 }
@@ -219,7 +222,7 @@ func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheS
 	if local {
 		cfg.MaxParallelIO = 0 // the local default
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	ctx := context.Background()
 	plan, err := scanner.Bind(ctx, cfg)
 	if err != nil {
@@ -236,12 +239,23 @@ func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheS
 	}
 	wg.Wait()
 	s.Close()
-	wall := time.Since(start)
+	wall, cpu := time.Since(start), cpuTime()-cpu0
 	if want >= 0 && sumX.Load() != want {
 		log.Fatalf("%s: sum(x) %d, want %d", d.name, sumX.Load(), want)
 	}
 	st := s.Stats()
-	return run{wall: wall, gets: b.count.gets.Load() - gets0, heads: b.count.heads.Load() - heads0, hits: st.CacheHits, chunks: st.Chunks}
+	return run{wall: wall, cpu: cpu, gets: b.count.gets.Load() - gets0, heads: b.count.heads.Load() - heads0, hits: st.CacheHits, chunks: st.Chunks}
+}
+
+// cpuTime is the CPU time this process has used, user and system: what
+// a scan costs the machine beside its wall time, less swayed by other
+// load on it (the store's server is another process).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // consume takes batches of s until its end and returns their sum of x;
@@ -287,6 +301,11 @@ func (b *bench) goal(name string, ok bool, detail string) {
 func (b *bench) workload(root string, d *dataset) {
 	n := len(d.keys)
 	var none, cold, coldV, warmV, warmC, local []time.Duration
+	cpu := map[string][]time.Duration{}
+	timed := func(kind string, r run) time.Duration {
+		cpu[kind] = append(cpu[kind], r.cpu)
+		return r.wall
+	}
 	var lastV, lastC run
 	warmDir := filepath.Join(root, d.name+"-warm")
 	warmVDir := filepath.Join(root, d.name+"-warmv")
@@ -296,21 +315,21 @@ func (b *bench) workload(root string, d *dataset) {
 	// The warm scans and the local one first and side by side: a cold
 	// scan's writes are still going to the disk as the next scan runs.
 	for rep := range *reps {
-		local = append(local, b.scan(d, 0, n, true, "", 0, "").wall)
+		local = append(local, timed("local", b.scan(d, 0, n, true, "", 0, "")))
 		lastV = b.scan(d, 0, n, false, warmVDir, 0, "v1")
-		warmV = append(warmV, lastV.wall)
+		warmV = append(warmV, timed("warmV", lastV))
 		lastC = b.scan(d, 0, n, false, warmDir, 0, "")
-		warmC = append(warmC, lastC.wall)
-		none = append(none, b.scan(d, 0, n, false, "", 0, "").wall)
+		warmC = append(warmC, timed("warmC", lastC))
+		none = append(none, timed("none", b.scan(d, 0, n, false, "", 0, "")))
 		coldDir := filepath.Join(root, fmt.Sprintf("%s-cold-%d", d.name, rep))
 		if rep%2 == 0 { // alternate which cold scan comes first
-			coldV = append(coldV, b.scan(d, 0, n, false, coldDir, 0, "v1").wall)
+			coldV = append(coldV, timed("coldV", b.scan(d, 0, n, false, coldDir, 0, "v1")))
 			os.RemoveAll(coldDir)
 		}
-		cold = append(cold, b.scan(d, 0, n, false, coldDir, 0, "").wall)
+		cold = append(cold, timed("cold", b.scan(d, 0, n, false, coldDir, 0, "")))
 		os.RemoveAll(coldDir)
 		if rep%2 == 1 {
-			coldV = append(coldV, b.scan(d, 0, n, false, coldDir, 0, "v1").wall)
+			coldV = append(coldV, timed("coldV", b.scan(d, 0, n, false, coldDir, 0, "v1")))
 			os.RemoveAll(coldDir)
 		}
 	}
@@ -318,14 +337,15 @@ func (b *bench) workload(root string, d *dataset) {
 	mib := float64(d.bytes) / (1 << 20)
 	speed := func(t time.Duration) float64 { return mib / t.Seconds() }
 	mNone, mCold, mColdV, mV, mC, mLocal := median(none), median(cold), median(coldV), median(warmV), median(warmC), median(local)
-	fmt.Fprintf(&b.md, "### %s: %d objects, %.1f MiB\n\n| scan | median wall | MiB/s | GETs | HEADs |\n|---|---|---|---|---|\n", strings.ToUpper(d.name), n, mib)
-	fmt.Fprintf(&b.md, "| no cache | %v | %.0f | | |\n", mNone.Round(time.Millisecond), speed(mNone))
-	fmt.Fprintf(&b.md, "| cold (filling an empty cache), default checks | %v | %.0f | | |\n", mCold.Round(time.Millisecond), speed(mCold))
-	fmt.Fprintf(&b.md, "| cold (filling an empty cache), catalog `version` | %v | %.0f | | |\n", mColdV.Round(time.Millisecond), speed(mColdV))
-	fmt.Fprintf(&b.md, "| warm, catalog `version` | %v | %.0f | %d | %d |\n", mV.Round(time.Millisecond), speed(mV), lastV.gets, lastV.heads)
-	fmt.Fprintf(&b.md, "| warm, default checks | %v | %.0f | %d | %d |\n", mC.Round(time.Millisecond), speed(mC), lastC.gets, lastC.heads)
-	fmt.Fprintf(&b.md, "| the same chunks as local files | %v | %.0f | | |\n", mLocal.Round(time.Millisecond), speed(mLocal))
-	fmt.Fprintf(&b.md, "| (reference: writing the same bytes to the cache's disk, one file per object, no sync) | %v | %.0f | | |\n\n",
+	c := func(kind string) time.Duration { return median(cpu[kind]).Round(time.Millisecond) }
+	fmt.Fprintf(&b.md, "### %s: %d objects, %.1f MiB\n\n| scan | median wall | MiB/s | GETs | HEADs | CPU (this process) |\n|---|---|---|---|---|---|\n", strings.ToUpper(d.name), n, mib)
+	fmt.Fprintf(&b.md, "| no cache | %v | %.0f | | | %v |\n", mNone.Round(time.Millisecond), speed(mNone), c("none"))
+	fmt.Fprintf(&b.md, "| cold (filling an empty cache), default checks | %v | %.0f | | | %v |\n", mCold.Round(time.Millisecond), speed(mCold), c("cold"))
+	fmt.Fprintf(&b.md, "| cold (filling an empty cache), catalog `version` | %v | %.0f | | | %v |\n", mColdV.Round(time.Millisecond), speed(mColdV), c("coldV"))
+	fmt.Fprintf(&b.md, "| warm, catalog `version` | %v | %.0f | %d | %d | %v |\n", mV.Round(time.Millisecond), speed(mV), lastV.gets, lastV.heads, c("warmV"))
+	fmt.Fprintf(&b.md, "| warm, default checks | %v | %.0f | %d | %d | %v |\n", mC.Round(time.Millisecond), speed(mC), lastC.gets, lastC.heads, c("warmC"))
+	fmt.Fprintf(&b.md, "| the same chunks as local files | %v | %.0f | | | %v |\n", mLocal.Round(time.Millisecond), speed(mLocal), c("local"))
+	fmt.Fprintf(&b.md, "| (reference: writing the same bytes to the cache's disk, one file per object, no sync) | %v | %.0f | | | |\n\n",
 		diskWrite.Round(time.Millisecond), speed(diskWrite))
 	up := strings.ToUpper(d.name)
 	b.goal(up+" warm (version) ≥ 0.9× local files, 0 requests", speed(mV) >= 0.9*speed(mLocal) && lastV.gets+lastV.heads == 0,
