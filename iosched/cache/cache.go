@@ -493,7 +493,7 @@ type Stats struct {
 	Validations    int64 // version checks (requests for headers)
 	Corrupt        int64 // entries dropped for a bad header or checksum
 	Errors         int64 // fills that failed to write
-	Dropped        int64 // fills not queued: FillBytes pending already, or abandoned
+	Dropped        int64 // fills not queued: FillBytes pending already, or the cache closed
 }
 
 // Stats counts the entries on disk and returns the counters.

@@ -62,8 +62,7 @@ type fillQueue struct {
 }
 
 // FillGroup is the fills of one user of the cache (a scan), so that it can
-// wait for them (Wait) or drop those not yet started (Abandon) when it
-// ends. Its methods are safe for concurrent use, and a fill may join the
+// wait for them (Wait) when it ends. Its methods are safe for concurrent use, and a fill may join the
 // group after a Wait returned (a late prefetch of the scan's): a later
 // Wait waits for it.
 type FillGroup struct {
@@ -218,31 +217,6 @@ func (g *FillGroup) Wait() {
 	for g.pending > 0 {
 		fq.cond().Wait()
 	}
-}
-
-// Abandon drops the group's fills that no writer has started (counted in
-// Stats.Dropped) and waits for those being written: after it returns, no
-// goroutine writes for the group. Nothing of a dropped fill is on disk.
-func (g *FillGroup) Abandon() {
-	fq := &g.c.fills
-	fq.mu.Lock()
-	kept := fq.q[:0]
-	for _, f := range fq.q {
-		if f.group == g {
-			fq.dropped.Add(1)
-			fq.held -= int64(cap(f.data))
-			freeFillBuffer(f.data)
-			g.pending--
-		} else {
-			kept = append(kept, f)
-		}
-	}
-	clear(fq.q[len(kept):])
-	fq.q = kept
-	for g.pending > 0 {
-		fq.cond().Wait()
-	}
-	fq.mu.Unlock()
 }
 
 // Close stops taking fills (later ones are dropped) and waits for those

@@ -106,39 +106,6 @@ func TestFillOwnsItsBytes(t *testing.T) {
 	c.Close()
 }
 
-// TestAbandonLeavesNothing: a group abandoned with fills pending drops
-// them (counted), writes nothing of them, and leaves no goroutine; the
-// fills of another group are written.
-func TestAbandonLeavesNothing(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	dir := t.TempDir()
-	c, err := Open(dir, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, other := c.NewFillGroup(), c.NewFillGroup()
-	resume := c.PauseFills()
-	for i := range 3 {
-		g.Fill(Key{Object: "a", Version: "v", Offset: int64(i) * 100, Length: 100}, payload(i, 100), false)
-	}
-	kept := Key{Object: "b", Version: "v", Offset: 0, Length: 100}
-	other.Fill(kept, payload(9, 100), false)
-	within(t, "Abandon", g.Abandon)
-	resume()
-	other.Wait()
-	c.Close()
-	if st := c.Stats(); st.Dropped != 3 || st.Entries != 1 || st.Fills != 1 {
-		t.Fatalf("stats %+v: want 3 dropped and the other group's one entry", st)
-	}
-	if !hasEntry(t, c, kept, payload(9, 100)) {
-		t.Fatal("the other group's fill was not written")
-	}
-	tmp, _ := os.ReadDir(filepath.Join(dir, layout, "tmp"))
-	if len(tmp) != 0 {
-		t.Fatalf("temporary files left: %v", tmp)
-	}
-}
-
 // TestCloseWaitsForFills: Close returns once every pending fill is on
 // disk, with no writer left; fills after it are dropped.
 func TestCloseWaitsForFills(t *testing.T) {
@@ -187,6 +154,12 @@ func TestCloseWaitsForFills(t *testing.T) {
 	}
 	if g.Fill(Key{Object: "late", Version: "v", Length: 10}, payload(1, 10), false) {
 		t.Fatal("a fill after Close was queued")
+	}
+	if st := c.Stats(); st.Dropped != 1 || st.Fills != int64(len(keys)) {
+		t.Fatalf("stats %+v: want every fill stored and the late one dropped", st)
+	}
+	if tmp, _ := os.ReadDir(filepath.Join(c.dir, "tmp")); len(tmp) != 0 {
+		t.Fatalf("temporary files left after Close: %v", tmp)
 	}
 }
 
