@@ -95,9 +95,9 @@ func (p *Process) CacheStats() []cache.Stats {
 type cacheUse struct {
 	c   *cache.Cache
 	ctx context.Context
-	// versions maps an object to its version check, made once.
-	mu       sync.Mutex
-	versions map[string]*versionCheck
+	// versions are the objects' version checks, each made once; the
+	// first scan shares bind's, whose prefetches may still run.
+	versions *versionSet
 
 	// hits counts the ranges served from the cache and their bytes;
 	// bind's and the first scan's share it, and fills.
@@ -112,6 +112,13 @@ type cacheUse struct {
 // cacheHits counts the ranges a scan read from the cache, and their bytes.
 type cacheHits struct{ n, bytes atomic.Int64 }
 
+// versionSet maps an object to its version check. Its lock is its own,
+// not a cacheUse's: bind's and the first scan's cacheUse share one set.
+type versionSet struct {
+	mu sync.Mutex
+	m  map[string]*versionCheck
+}
+
 // versionCheck is one object's version, once known (done closed).
 type versionCheck struct {
 	done    chan struct{}
@@ -120,7 +127,7 @@ type versionCheck struct {
 }
 
 func newCacheUse(ctx context.Context, c *cache.Cache) *cacheUse {
-	return &cacheUse{c: c, ctx: ctx, versions: map[string]*versionCheck{}, hits: &cacheHits{},
+	return &cacheUse{c: c, ctx: ctx, versions: &versionSet{m: map[string]*versionCheck{}}, hits: &cacheHits{},
 		fills: c.NewFillGroup()}
 }
 
@@ -133,21 +140,21 @@ func versionRequest(st store.Store, name string, prio iosched.Priority, vc *vers
 // claim returns object's check and whether the caller is to make it (the
 // first to ask); the others wait for it (wait).
 func (cu *cacheUse) claim(object string) (*versionCheck, bool) {
-	cu.mu.Lock()
-	defer cu.mu.Unlock()
-	if vc := cu.versions[object]; vc != nil {
+	cu.versions.mu.Lock()
+	defer cu.versions.mu.Unlock()
+	if vc := cu.versions.m[object]; vc != nil {
 		return vc, false
 	}
 	vc := &versionCheck{done: make(chan struct{})}
-	cu.versions[object] = vc
+	cu.versions.m[object] = vc
 	return vc, true
 }
 
 // asked returns object's check if one was made or begun (nil: none).
 func (cu *cacheUse) asked(object string) *versionCheck {
-	cu.mu.Lock()
-	defer cu.mu.Unlock()
-	return cu.versions[object]
+	cu.versions.mu.Lock()
+	defer cu.versions.mu.Unlock()
+	return cu.versions.m[object]
 }
 
 // wait returns vc's version once it is known.
@@ -249,12 +256,12 @@ func (s *Scan) checkVersionsAhead() {
 // learned notes version as object's for the rest of the scan, from the
 // answer of one of its GETs: the scan need not ask again.
 func (cu *cacheUse) learned(object, version string) {
-	cu.mu.Lock()
-	defer cu.mu.Unlock()
-	if cu.versions[object] == nil {
+	cu.versions.mu.Lock()
+	defer cu.versions.mu.Unlock()
+	if cu.versions.m[object] == nil {
 		vc := &versionCheck{done: make(chan struct{}), version: version}
 		close(vc.done)
-		cu.versions[object] = vc
+		cu.versions.m[object] = vc
 	}
 }
 
@@ -506,9 +513,7 @@ func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
 	if bound := p.cacheUses[query]; bound != nil && query == p.id {
 		// Bind's prefetches may still be reading: they count into the
 		// same hits.
-		bound.mu.Lock()
 		cu.versions = bound.versions
-		bound.mu.Unlock()
 		cu.hits = bound.hits
 		cu.fills = bound.fills
 	}

@@ -403,3 +403,45 @@ func TestCacheChecksShareTheSlots(t *testing.T) {
 		t.Fatalf("%d requests in flight at once, max_parallel_io 3", peak.Load())
 	}
 }
+
+// TestCacheBindPrefetchesShareChecks: bind's prefetches, still running
+// when the scan starts, and the scan's chunks note the versions they learn
+// (and check) in one set under one lock (the race detector found two locks
+// around one map).
+func TestCacheBindPrefetchesShareChecks(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 4, ChunksPerSegment: 4, RowsPerChunk: 200, BatchesPerChunk: 1, Seed: 17})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := http.FileServer(http.Dir(dir))
+	var heads atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path)))
+		if err == nil {
+			h := sha256.Sum256(data)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
+		}
+		if r.Method == http.MethodHead {
+			heads.Add(1)
+		}
+		time.Sleep(20 * time.Millisecond) // a store's latency: the prefetches outlast bind
+
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	rows := chunkRows(t, dir, srv.URL, "")
+	for _, r := range rows {
+		fi, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(r["url"].(string), srv.URL+"/")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r["length"] = fi.Size() // so that bind prefetches
+	}
+	cfg := Config{Process: testProcess(t), Rows: rows, CacheDir: t.TempDir(), MaxParallelIO: 4}
+	scanAll(t, cfg, want)
+	st := scanAll(t, cfg, want)
+	if st.CacheHits != int64(len(rows)) || heads.Load() != int64(len(rows)) {
+		t.Fatalf("warm scan: %d hits, %d checks; want %d of each", st.CacheHits, heads.Load(), len(rows))
+	}
+}
