@@ -359,7 +359,16 @@ func (c *Cache) secondTouch(h [32]byte) bool {
 // header.
 func (c *Cache) write(h [32]byte, data, framed []byte) error {
 	final := c.entryPath(h)
-	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(final)+".*")
+	tmpDir := filepath.Join(c.dir, "tmp")
+	f, err := os.CreateTemp(tmpDir, filepath.Base(final)+".*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory was removed under the process (a user clearing
+		// the cache): made again, so that fills do not fail until the
+		// process ends.
+		if err = os.MkdirAll(tmpDir, 0o755); err == nil {
+			f, err = os.CreateTemp(tmpDir, filepath.Base(final)+".*")
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}

@@ -201,3 +201,23 @@ func TestTouchOffThePath(t *testing.T) {
 		t.Fatalf("the hit's touch was not written: %v", mtime())
 	}
 }
+
+// TestDirectoryRemoved: a cache directory removed while the process has
+// it open (a user clearing the cache) takes fills again, not errors.
+func TestDirectoryRemoved(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Object: "o", Version: "v", Length: 100}
+	if ok, err := c.Put(k, payload(1, 100)); !ok || err != nil {
+		t.Fatalf("Put after the directory was removed = %v, %v", ok, err)
+	}
+	if !hasEntry(t, c, k, payload(1, 100)) {
+		t.Fatal("no entry")
+	}
+}
