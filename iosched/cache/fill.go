@@ -2,7 +2,8 @@ package cache
 
 // Fills in the background: a scan hands the bytes it fetched to Fill and
 // decodes them at once; the entry is written by writer goroutines of the
-// cache, which hold no IO slot and never make the scan wait.
+// cache, which hold no IO slot and never make the scan's reads or decode
+// wait (its end may wait for them: FillGroup.Wait).
 //
 // Fill copies the bytes: the caller's buffer goes back to its pool (or
 // its mapping is unmapped) as soon as the caller's consumer is done with
