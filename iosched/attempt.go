@@ -201,6 +201,9 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
 	ctx, cancel := context.WithCancelCause(b.ctx)
 	defer cancel(nil)
+	if t.sp.version != nil {
+		return s.askVersion(ctx, cancel, id, t)
+	}
 	if t.sp.mapTo != nil && t.length == t.sp.length && s.mapRange(id, t) {
 		return nil
 	}
@@ -269,6 +272,26 @@ func (s *Scheduler) attempt(id int, t *task) error {
 		s.hedgesWon.Add(1)
 		b.hedgesWon.Add(1)
 		return nil
+	}
+	return err
+}
+
+// askVersion asks the store for t's object's version (a Request's
+// Version), under the same first-byte timeout as a GET: the answer is
+// headers alone.
+func (s *Scheduler) askVersion(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task) error {
+	start := time.Now()
+	watchdog := time.AfterFunc(s.o.FirstByteTimeout, func() {
+		cancel(fmt.Errorf("%w: no answer within %v", ErrTimeout, s.o.FirstByteTimeout))
+	})
+	v, err := t.sp.st.(store.Versioner).Version(ctx, t.sp.name)
+	watchdog.Stop()
+	if err != nil {
+		err = s.cause(ctx, err)
+	}
+	s.account(id, t, "HEAD", 0, 0, start, 0, err)
+	if err == nil {
+		t.sp.version(v)
 	}
 	return err
 }

@@ -62,6 +62,7 @@ type span struct {
 	alloc   sync.Once
 	buf     []byte       // set once by alloc
 	mapTo   func([]byte) // the request's Map: the span is that request alone
+	version func(string) // the request's Version: the span is that request alone
 	members []member
 	pending int // parts not yet finished
 	failed  bool
@@ -93,8 +94,8 @@ func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 		for _, m := range sp.members[1:] {
 			prio.Seq = min(prio.Seq, reqs[m.index].Priority.Seq)
 		}
-		if sp.length < 0 {
-			b.tasks = append(b.tasks, &task{b: b, sp: sp, off: sp.off, length: -1, prio: prio, index: -1})
+		if sp.length < 0 || sp.version != nil {
+			b.tasks = append(b.tasks, &task{b: b, sp: sp, off: sp.off, length: sp.length, prio: prio, index: -1})
 			sp.pending = 1
 			continue
 		}
@@ -170,6 +171,13 @@ func (s *Scheduler) plan(reqs []Request) (spans []*span, apart []int) {
 	for i, r := range reqs {
 		if r.Store == nil {
 			panic("iosched: request without a store")
+		}
+		if r.Version != nil {
+			if _, ok := r.Store.(store.Versioner); !ok || r.Offset != 0 || r.Length != 0 || r.Map != nil {
+				panic("iosched: a version request with a range, a mapping, or of a store that gives no version")
+			}
+			spans = append(spans, &span{st: r.Store, name: r.Name, members: []member{{index: i}}, version: r.Version})
+			continue
 		}
 		if r.Offset < 0 || r.Length == 0 {
 			apart = append(apart, i)

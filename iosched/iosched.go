@@ -11,6 +11,8 @@ package iosched
 // parallel parts (plan), queues the GETs, and runs them on at most
 // max_parallel_io worker slots. Workers only do IO: a body is read into the
 // caller's buffer and handed over; decoding happens on the caller's side.
+// A request may ask for an object's version instead of bytes
+// (Request.Version: a HEAD): it waits for a slot like a GET.
 //
 // Order: the queue holds one sub-queue per query (Priority.Query); workers
 // take from the queries in turn (round-robin) and, within a query, the
@@ -90,6 +92,15 @@ type Request struct {
 	// whole, not split; one to the end of the object (Length < 0) maps to
 	// its end.
 	Map func(m []byte)
+	// Version, if set, makes the request one for the object's version
+	// (its Store must be a store.Versioner: an HTTP HEAD, S3 HeadObject)
+	// and no bytes: Offset and Length must be 0, and its Result's Data is
+	// empty. It is queued and retried as a GET is, on the same worker
+	// slots (a check of an object's version is a round trip like a
+	// range's), never merged, split or hedged, and does not count as a
+	// GET in the stats. Version is called with the store's answer on a
+	// worker, before the request is delivered; it must not block.
+	Version func(v string)
 }
 
 // Result is the outcome of one request: its index in the submitted slice

@@ -63,6 +63,16 @@ func (cs *caches) open(dir string, size int64) (*cache.Cache, error) {
 	return c, nil
 }
 
+// close waits for the pending fills of every cache and stops their
+// writers: no goroutine writes into a cache directory afterwards.
+func (cs *caches) close() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, c := range cs.m {
+		c.Close()
+	}
+}
+
 // CacheStats returns the statistics of every cache directory the
 // process's scans opened.
 func (p *Process) CacheStats() []cache.Stats {
@@ -85,63 +95,97 @@ func (p *Process) CacheStats() []cache.Stats {
 type cacheUse struct {
 	c   *cache.Cache
 	ctx context.Context
-	// versions maps an object to its version check, made once.
-	mu       sync.Mutex
-	versions map[string]*versionCheck
-	// checks bounds the version checks in flight, as the IO slots bound
-	// the GETs.
-	checks chan struct{}
+	// versions are the objects' version checks, each made once; the
+	// first scan shares bind's, whose prefetches may still run.
+	versions *versionSet
 
 	// hits counts the ranges served from the cache and their bytes;
-	// bind's and the first scan's share it.
+	// bind's and the first scan's share it, and fills.
 	hits *cacheHits
+	// fills are the writes of the ranges fetched, in the background: the
+	// scan decodes its bytes at once, and its end waits for them (bounded
+	// by cache.FillBytes), so that a scan that returned has stored what
+	// it read.
+	fills *cache.FillGroup
 }
 
 // cacheHits counts the ranges a scan read from the cache, and their bytes.
 type cacheHits struct{ n, bytes atomic.Int64 }
 
-// versionCheck is one object's version, once known.
+// versionSet maps an object to its version check. Its lock is its own,
+// not a cacheUse's: bind's and the first scan's cacheUse share one set.
+type versionSet struct {
+	mu sync.Mutex
+	m  map[string]*versionCheck
+}
+
+// versionCheck is one object's version, once known (done closed).
 type versionCheck struct {
 	done    chan struct{}
 	version string
 	err     error
 }
 
-func newCacheUse(ctx context.Context, c *cache.Cache, parallel int) *cacheUse {
-	if parallel <= 0 {
-		parallel = iosched.DefaultParallelism
-	}
-	return &cacheUse{c: c, ctx: ctx, versions: map[string]*versionCheck{}, checks: make(chan struct{}, parallel), hits: &cacheHits{}}
+func newCacheUse(ctx context.Context, c *cache.Cache) *cacheUse {
+	return &cacheUse{c: c, ctx: ctx, versions: &versionSet{m: map[string]*versionCheck{}}, hits: &cacheHits{},
+		fills: c.NewFillGroup()}
 }
 
-// version returns object's version, asking vs once per cacheUse (the
-// callers for the same object wait for the one request).
-func (cu *cacheUse) version(object string, vs store.Versioner, name string) (string, error) {
-	cu.mu.Lock()
-	vc := cu.versions[object]
-	if vc != nil {
-		cu.mu.Unlock()
-		select {
-		case <-vc.done:
-			return vc.version, vc.err
-		case <-cu.ctx.Done():
-			return "", cu.ctx.Err()
-		}
+// versionRequest is the request for the version of object name of st,
+// which sets vc's version (and, through finish, the rest).
+func versionRequest(st store.Store, name string, prio iosched.Priority, vc *versionCheck) iosched.Request {
+	return iosched.Request{Store: st, Name: name, Priority: prio, Version: func(v string) { vc.version = v }}
+}
+
+// claim returns object's check and whether the caller is to make it (the
+// first to ask); the others wait for it (wait).
+func (cu *cacheUse) claim(object string) (*versionCheck, bool) {
+	cu.versions.mu.Lock()
+	defer cu.versions.mu.Unlock()
+	if vc := cu.versions.m[object]; vc != nil {
+		return vc, false
 	}
-	vc = &versionCheck{done: make(chan struct{})}
-	cu.versions[object] = vc
-	cu.mu.Unlock()
-	defer close(vc.done)
+	vc := &versionCheck{done: make(chan struct{})}
+	cu.versions.m[object] = vc
+	return vc, true
+}
+
+// asked returns object's check if one was made or begun (nil: none).
+func (cu *cacheUse) asked(object string) *versionCheck {
+	cu.versions.mu.Lock()
+	defer cu.versions.mu.Unlock()
+	return cu.versions.m[object]
+}
+
+// wait returns vc's version once it is known.
+func (cu *cacheUse) wait(vc *versionCheck) (string, error) {
 	select {
-	case cu.checks <- struct{}{}:
+	case <-vc.done:
+		return vc.version, vc.err
 	case <-cu.ctx.Done():
-		vc.err = cu.ctx.Err()
-		return "", vc.err
+		return "", cu.ctx.Err()
 	}
-	vc.version, vc.err = vs.Version(cu.ctx, name)
-	<-cu.checks
+}
+
+// finish ends vc with the outcome of its request (b's).
+func (cu *cacheUse) finish(vc *versionCheck, b *iosched.Batch) {
+	_, vc.err = b.Wait()
+	if vc.err != nil {
+		vc.version = ""
+	}
 	cu.c.Validated(1)
-	return vc.version, vc.err
+	close(vc.done)
+}
+
+// version returns the version of object name of st, asked once per
+// cacheUse (the callers for the same object wait for the one request),
+// through sched's queue at priority prio like the object's GETs.
+func (cu *cacheUse) version(object string, sched *iosched.Scheduler, st store.Store, name string, prio iosched.Priority) (string, error) {
+	vc, mine := cu.claim(object)
+	if mine {
+		cu.finish(vc, sched.Submit(cu.ctx, []iosched.Request{versionRequest(st, name, prio, vc)}))
+	}
+	return cu.wait(vc)
 }
 
 // objectKey is how the cache names object name of st: the S3 endpoint
@@ -151,71 +195,73 @@ func (p *Plan) objectKey(st store.Store, name string) string {
 	return p.cfg.Store.S3Endpoint + "\x00" + st.URL(name)
 }
 
-// checkVersionsAhead starts the version checks of the scan's objects
-// that carry no catalog version and that the cache filled before, all of
-// them from the start and as many
-// at once as the IO slots (cacheUse.checks): a chunk waits for its
-// object's check only if it comes before the check is done, so that
-// the checks cost about objects ÷ slots round trips, however few chunks
-// the budget lets run at once.
+// checkVersionsAhead queues, at the scan's start, the version checks of
+// its objects that carry no catalog version and that the cache filled
+// before: one request each, on the objects' schedulers with the others'
+// GETs, in catalog order (the priority of the object's first chunk). A
+// chunk waits for its object's check only if it comes before the check is
+// done, so that the checks cost about objects ÷ slots round trips,
+// however few chunks the budget lets run at once. Each check is a batch
+// of its own: one object that fails its check (gone, refused) must not
+// cancel the others'.
 func (s *Scan) checkVersionsAhead() {
 	cu := s.cache
 	if cu == nil {
 		return
 	}
-	var urls []string
-	seen := map[string]bool{}
-	for _, c := range s.plan.Chunks.All() {
-		if c.Version == "" && !seen[c.URL] {
-			seen[c.URL] = true
-			urls = append(urls, c.URL)
-		}
-	}
-	next := make(chan string)
-	workers := min(cap(cu.checks), len(urls))
-	s.wg.Add(workers + 1)
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer s.guard()
-		defer close(next)
-		for _, u := range urls {
-			select {
-			case next <- u:
-			case <-s.ctx.Done():
-				return
+		type pending struct {
+			vc *versionCheck
+			b  *iosched.Batch
+			h  *iosched.Hold
+		}
+		var queued []pending
+		seen := map[string]bool{}
+		for _, c := range s.plan.Chunks.All() {
+			if c.Version != "" || seen[c.URL] || s.ctx.Err() != nil {
+				continue
 			}
+			seen[c.URL] = true
+			h, err := openObject(c.URL, &s.plan.cfg)
+			if err != nil {
+				continue // the chunk's own read reports it
+			}
+			object := s.plan.objectKey(h.Store, h.Name)
+			if _, ok := h.Store.(store.Versioner); !ok {
+				h.Release()
+				continue
+			}
+			if _, known := cu.c.Known(object); !known {
+				h.Release()
+				continue
+			}
+			vc, mine := cu.claim(object)
+			if !mine {
+				h.Release()
+				continue
+			}
+			prio := iosched.Priority{Query: s.id, Seq: int64(c.Row)}
+			queued = append(queued, pending{vc, h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(h.Store, h.Name, prio, vc)}), h})
+		}
+		for _, q := range queued {
+			cu.finish(q.vc, q.b)
+			q.h.Release()
 		}
 	}()
-	for range workers {
-		go func() {
-			defer s.wg.Done()
-			defer s.guard()
-			for u := range next {
-				h, err := openObject(u, &s.plan.cfg)
-				if err != nil {
-					continue // the chunk's own read reports it
-				}
-				object := s.plan.objectKey(h.Store, h.Name)
-				if _, known := cu.c.Known(object); known {
-					if vs, ok := h.Store.(store.Versioner); ok {
-						cu.version(object, vs, h.Name)
-					}
-				}
-				h.Release()
-			}
-		}()
-	}
 }
 
 // learned notes version as object's for the rest of the scan, from the
 // answer of one of its GETs: the scan need not ask again.
 func (cu *cacheUse) learned(object, version string) {
-	cu.mu.Lock()
-	defer cu.mu.Unlock()
-	if cu.versions[object] == nil {
+	cu.versions.mu.Lock()
+	defer cu.versions.mu.Unlock()
+	if cu.versions.m[object] == nil {
 		vc := &versionCheck{done: make(chan struct{}), version: version}
 		close(vc.done)
-		cu.versions[object] = vc
+		cu.versions.m[object] = vc
 	}
 }
 
@@ -247,8 +293,7 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 			return run(sched, reqs)
 		}
 		st, name := reqs[0].Store, reqs[0].Name
-		vs, ok := st.(store.Versioner)
-		if !ok {
+		if _, ok := st.(store.Versioner); !ok {
 			return run(sched, reqs) // a local file: nothing to gain
 		}
 		for _, r := range reqs {
@@ -265,10 +310,12 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 		version := c.Version
 		if version != "" {
 			version = "catalog:" + version
+		} else if vc := cu.asked(object); vc != nil {
+			version, _ = cu.wait(vc) // checked ahead, or learned from a GET
 		} else if _, known := cu.c.Known(object); known {
 			// An error or no version: the ranges are fetched, and the
 			// GET reports what is wrong with the object, if anything.
-			version, _ = cu.version(object, vs, name)
+			version, _ = cu.version(object, sched, st, name, reqs[0].Priority)
 		}
 		if version != "" {
 			miss = p.readCached(cu, object, version, reqs, out, prepare)
@@ -299,15 +346,18 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 		}
 		if rec != nil {
 			if version = rec.result(); version != "" {
-				cu.c.SetKnown(object, version)
 				cu.learned(object, version)
 			}
 		}
 		for j, i := range miss {
 			out[i] = data[j]
 			if version != "" {
-				// A failed fill is counted; the scan has its bytes.
-				cu.c.Put(cache.Key{Object: object, Version: version, Offset: reqs[i].Offset, Length: reqs[i].Length}, data[j])
+				// Queued, not written: a fill dropped (the queue full)
+				// or failed is counted; the scan has its bytes. The
+				// version is noted as the object's (cache.Known) once
+				// its first range is stored.
+				cu.fills.Fill(cache.Key{Object: object, Version: version, Offset: reqs[i].Offset, Length: reqs[i].Length},
+					data[j], rec != nil && j == 0)
 			}
 		}
 		return out, nil
@@ -459,20 +509,22 @@ func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
 	}
 	p.firstMu.Lock()
 	defer p.firstMu.Unlock()
-	cu := newCacheUse(ctx, p.cache, p.cfg.MaxParallelIO)
+	cu := newCacheUse(ctx, p.cache)
 	if bound := p.cacheUses[query]; bound != nil && query == p.id {
 		// Bind's prefetches may still be reading: they count into the
 		// same hits.
-		bound.mu.Lock()
 		cu.versions = bound.versions
-		bound.mu.Unlock()
 		cu.hits = bound.hits
+		cu.fills = bound.fills
 	}
 	p.cacheUses[query] = cu
 	return cu, func() {
 		p.firstMu.Lock()
-		defer p.firstMu.Unlock()
 		delete(p.cacheUses, query)
+		p.firstMu.Unlock()
+		// The scan's reads are over: what it fetched is written before
+		// its end, so that the next query finds it.
+		cu.fills.Wait()
 	}
 }
 
@@ -492,6 +544,7 @@ var cacheColumns = []tableColumn[cache.Stats]{
 	{"validations", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Validations }},
 	{"corrupt", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Corrupt }},
 	{"fill_errors", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Errors }},
+	{"fills_dropped", arrow.PrimitiveTypes.Int64, func(c *cache.Stats) any { return c.Dropped }},
 }
 
 // CacheSchema is the schema of remote_segments_cache().

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/remote-segments/remote_segments/iosched/cache"
@@ -309,5 +310,138 @@ func TestRecordingStore(t *testing.T) {
 		if got := rec.result(); got != c.want {
 			t.Errorf("answers of %q: version %q, want %q", c.versions, got, c.want)
 		}
+	}
+}
+
+// TestCacheFillsOffThePath: a scan reads and decodes every chunk while the
+// cache's writers are held back (its fills wait, not its reads, and no
+// fill holds the one IO slot), and its end waits for them: the next scan
+// finds every chunk in the cache.
+func TestCacheFillsOffThePath(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 3, ChunksPerSegment: 3, RowsPerChunk: 900, BatchesPerChunk: 2, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	p := testProcess(t)
+	cfg := Config{Process: p, Rows: chunkRows(t, dir, srv.URL, "1"), CacheDir: t.TempDir(), MaxParallelIO: 1}
+	chunks := int64(len(cfg.Rows))
+	c, err := p.caches.open(cfg.CacheDir, 0) // the one the plan uses
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := c.PauseFills()
+	defer resume()
+	plan, err := Bind(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.cache != c {
+		t.Fatal("the plan opened another cache")
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, sum := drain(t, scan, 2, 0)
+	checkSegments(t, want, rows, sum)
+	if st := c.Stats(); st.Entries != 0 || st.Fills != 0 {
+		t.Fatalf("entries written while the writers were held back: %+v", st)
+	}
+	resume()
+	scan.Close()
+	if st := c.Stats(); st.Entries != chunks || st.Dropped != 0 {
+		t.Fatalf("after the scan's end: %d entries (want %d), %d fills dropped", st.Entries, chunks, st.Dropped)
+	}
+	srv.gets.Store(0)
+	if st := scanAll(t, cfg, want); st.CacheHits != chunks || srv.gets.Load() != 0 {
+		t.Fatalf("next scan: %d hits of %d chunks, %d GETs", st.CacheHits, chunks, srv.gets.Load())
+	}
+}
+
+// TestCacheChecksShareTheSlots: the version checks of a warm scan go
+// through the IO scheduler with its GETs: requests to the store in flight,
+// checks and GETs together, never pass max_parallel_io.
+func TestCacheChecksShareTheSlots(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 8, ChunksPerSegment: 4, RowsPerChunk: 300, BatchesPerChunk: 1, Seed: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur, peak, heads atomic.Int64
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := cur.Add(1)
+		defer cur.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		if r.Method == http.MethodHead {
+			heads.Add(1)
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
+			h := sha256.Sum256(data)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
+		}
+		time.Sleep(3 * time.Millisecond) // a store's latency, so that requests overlap
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	rows := chunkRows(t, dir, srv.URL, "")
+	p := testProcess(t)
+	cfg := Config{Process: p, Rows: rows[:len(rows)/2], CacheDir: t.TempDir(), MaxParallelIO: 3}
+	scanAll(t, cfg, nil) // half the objects cached
+	peak.Store(0)
+	// The objects never cached first: their GETs run as the checks of
+	// the others do.
+	cfg.Rows = append(rows[len(rows)/2:len(rows):len(rows)], rows[:len(rows)/2]...)
+	scanAll(t, cfg, want)
+	if heads.Load() != int64(len(rows)/2) {
+		t.Fatalf("%d checks, want one per cached object (%d)", heads.Load(), len(rows)/2)
+	}
+	if peak.Load() > 3 {
+		t.Fatalf("%d requests in flight at once, max_parallel_io 3", peak.Load())
+	}
+}
+
+// TestCacheBindPrefetchesShareChecks: bind's prefetches, still running
+// when the scan starts, and the scan's chunks note the versions they learn
+// (and check) in one set under one lock (the race detector found two locks
+// around one map).
+func TestCacheBindPrefetchesShareChecks(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 4, ChunksPerSegment: 4, RowsPerChunk: 200, BatchesPerChunk: 1, Seed: 17})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := http.FileServer(http.Dir(dir))
+	var heads atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path)))
+		if err == nil {
+			h := sha256.Sum256(data)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
+		}
+		if r.Method == http.MethodHead {
+			heads.Add(1)
+		}
+		time.Sleep(20 * time.Millisecond) // a store's latency: the prefetches outlast bind
+
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	rows := chunkRows(t, dir, srv.URL, "")
+	for _, r := range rows {
+		fi, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(r["url"].(string), srv.URL+"/")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r["length"] = fi.Size() // so that bind prefetches
+	}
+	cfg := Config{Process: testProcess(t), Rows: rows, CacheDir: t.TempDir(), MaxParallelIO: 4}
+	scanAll(t, cfg, want)
+	st := scanAll(t, cfg, want)
+	if st.CacheHits != int64(len(rows)) || heads.Load() != int64(len(rows)) {
+		t.Fatalf("warm scan: %d hits, %d checks; want %d of each", st.CacheHits, heads.Load(), len(rows))
 	}
 }

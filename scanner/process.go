@@ -87,11 +87,15 @@ func (p *Process) WithMemoryLimit(memoryLimit int64) *Process {
 	return q
 }
 
-// Close closes every store domain of the process (their schedulers and
-// connections). Hosts never call it: their Process lives as long as the
+// Close waits for the fills its caches have pending (bounded by
+// cache.FillBytes each; later ones are dropped) and closes every store
+// domain of the process (their schedulers and connections). Hosts never call it: their Process lives as long as the
 // process. Tests and programs that make a Process per run do; scans still
 // running fail.
-func (p *Process) Close() error { return p.domains.Close() }
+func (p *Process) Close() error {
+	p.caches.close()
+	return p.domains.Close()
+}
 
 // ProcessFromEnv returns a Process whose memory limit is
 // DefaultMemoryLimit: what a host calls once when it loads. On failure (a

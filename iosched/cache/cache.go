@@ -23,7 +23,8 @@ package cache
 // version an object had when its ranges were last stored): an object with
 // none is fetched and stored without asking its version first.
 //
-// Recency is the entry file's modification time, set on every hit; an
+// Recency is the entry file's modification time, set after a hit by the
+// cache's writers (see touch); an
 // eviction (under an advisory lock on the directory, so that processes do
 // not evict at once) removes the least recently used entries until the
 // cache is below lowWater of its size. An entry being read when it is
@@ -41,7 +42,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,8 +77,9 @@ const minDefaultSize = 64 << 20
 const lowWater = 0.9
 
 // touchEvery is how stale an entry's recency may be: a hit within it of
-// the last does not write the file's time again (a metadata write to the
-// disk for every hit), and eviction cannot tell apart hits closer than it.
+// the last this process made does not write the file's time again (a
+// metadata write to the disk for every hit), and eviction cannot tell
+// apart hits closer than it.
 const touchEvery = time.Minute
 
 // staleTemp is the age of a temporary file that eviction removes: a fill
@@ -124,7 +125,6 @@ type Entry struct {
 	Offset int64
 	Length int64
 	sum    uint32
-	used   time.Time // when it was stored or last touched
 }
 
 // Check returns nil when data are the entry's bytes. Otherwise it removes
@@ -151,7 +151,9 @@ type Cache struct {
 	// lock keeps other processes out).
 	evicting sync.Mutex
 
-	hits, hitBytes, misses, fills, evictions, validations, corrupt, refused, errs atomic.Int64
+	hits, hitBytes, misses, stored, evictions, validations, corrupt, refused, errs atomic.Int64
+
+	fills fillQueue // see fill.go
 }
 
 // Open returns the cache in directory dir (created if missing), holding
@@ -176,6 +178,7 @@ func Open(dir string, size int64) (*Cache, error) {
 		size = defaultSize(root)
 	}
 	c := &Cache{dir: root, size: size}
+	c.fills.bound = FillBytes
 	c.used.Store(c.count())
 	return c, nil
 }
@@ -222,7 +225,9 @@ func (c *Cache) Known(object string) (string, bool) {
 }
 
 // SetKnown notes version as object's (see Known). A failure to write it
-// only costs the next scan its check.
+// only costs the next scan its check. The note is written in place, not
+// through a temporary file: a torn or empty one is only a wrong hint,
+// which costs a check or a fetch, never a wrong byte.
 func (c *Cache) SetKnown(object, version string) {
 	if version == "" || len(version) > maxVersionLen {
 		return
@@ -230,21 +235,7 @@ func (c *Cache) SetKnown(object, version string) {
 	if old, ok := c.Known(object); ok && old == version {
 		return
 	}
-	p := c.objectPath(object)
-	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(p)+".*")
-	if err != nil {
-		return
-	}
-	_, err = f.WriteString(version)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
+	os.WriteFile(c.objectPath(object), []byte(version), 0o644)
 }
 
 func (c *Cache) seenPath(h [32]byte) string {
@@ -272,32 +263,34 @@ func (c *Cache) Lookup(k Key) (Entry, bool) {
 		c.misses.Add(1)
 		return Entry{}, false
 	}
-	if now := time.Now(); now.Sub(e.used) > touchEvery {
-		os.Chtimes(p, now, now) // recency for eviction; a failure only ages the entry
-	}
+	c.touch(p)
 	return e, true
 }
 
 // readHeader reads and checks the header of entry file p of key hash h.
+// It is on the path of every hit, so it makes the fewest system calls: an
+// open, a read, a stat and a close (an os.File would also register with
+// the poller).
 func readHeader(p string, h [32]byte) (Entry, error) {
-	f, err := os.Open(p)
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
-	defer f.Close()
 	var hdr [HeaderSize]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return Entry{}, fmt.Errorf("cache: %s: short header: %w", p, err)
+	var st syscall.Stat_t
+	got, err := syscall.Pread(fd, hdr[:], 0)
+	if err == nil {
+		err = syscall.Fstat(fd, &st)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return Entry{}, fmt.Errorf("cache: %w", err)
+	syscall.Close(fd)
+	if err != nil || got != HeaderSize {
+		return Entry{}, fmt.Errorf("cache: %s: short header (%d bytes): %v", p, got, err)
 	}
 	n := int64(binary.LittleEndian.Uint64(hdr[8:16]))
-	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 || fi.Size() != HeaderSize+n {
+	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 || st.Size != HeaderSize+n {
 		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key", p)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), used: fi.ModTime()}, nil
+	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20])}, nil
 }
 
 // Hit counts n bytes served from the cache.
@@ -316,6 +309,12 @@ func (c *Cache) Validated(n int64) { c.validations.Add(n) }
 // stored. A failure to write is counted (Stats.Errors) and reported, and
 // leaves no entry: the caller has its bytes and need not care.
 func (c *Cache) Put(k Key, data []byte) (bool, error) {
+	return c.put(k, data, nil)
+}
+
+// put is Put; framed, if not nil, is HeaderSize bytes of room followed by
+// data, so that the entry is written in one call.
+func (c *Cache) put(k Key, data, framed []byte) (bool, error) {
 	h := k.hash()
 	n := int64(len(data))
 	if n > c.size {
@@ -333,12 +332,12 @@ func (c *Cache) Put(k Key, data []byte) (bool, error) {
 		}
 		defer c.evict()
 	}
-	if err := c.write(h, data); err != nil {
+	if err := c.write(h, data, framed); err != nil {
 		c.used.Add(-n)
 		c.errs.Add(1)
 		return false, err
 	}
-	c.fills.Add(1)
+	c.stored.Add(1)
 	return true, nil
 }
 
@@ -356,23 +355,37 @@ func (c *Cache) secondTouch(h [32]byte) bool {
 }
 
 // write fills the entry of h: a temporary file, whole, then renamed.
-func (c *Cache) write(h [32]byte, data []byte) error {
+// framed, if not nil, is data after HeaderSize bytes of room for the
+// header.
+func (c *Cache) write(h [32]byte, data, framed []byte) error {
 	final := c.entryPath(h)
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return fmt.Errorf("cache: %w", err)
+	tmpDir := filepath.Join(c.dir, "tmp")
+	f, err := os.CreateTemp(tmpDir, filepath.Base(final)+".*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory was removed under the process (a user clearing
+		// the cache): made again, so that fills do not fail until the
+		// process ends.
+		if err = os.MkdirAll(tmpDir, 0o755); err == nil {
+			f, err = os.CreateTemp(tmpDir, filepath.Base(final)+".*")
+		}
 	}
-	f, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), filepath.Base(final)+".*")
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
 	tmp := f.Name()
-	var hdr [HeaderSize]byte
+	var room [HeaderSize]byte
+	hdr := room[:]
+	if framed != nil {
+		hdr = framed[:HeaderSize]
+		clear(hdr)
+	}
 	copy(hdr[:8], magic[:])
 	binary.LittleEndian.PutUint64(hdr[8:16], uint64(len(data)))
 	binary.LittleEndian.PutUint32(hdr[16:20], crc32.Checksum(data, crcTable))
 	copy(hdr[24:56], h[:])
-	_, err = f.Write(hdr[:])
-	if err == nil {
+	if framed != nil {
+		_, err = f.Write(framed)
+	} else if _, err = f.Write(hdr); err == nil {
 		_, err = f.Write(data)
 	}
 	if cerr := f.Close(); err == nil {
@@ -380,6 +393,13 @@ func (c *Cache) write(h [32]byte, data []byte) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp, final)
+		if errors.Is(err, fs.ErrNotExist) {
+			// The entry's folder is made on its first fill (not on
+			// every one: a system call on the path of each).
+			if err = os.MkdirAll(filepath.Dir(final), 0o755); err == nil {
+				err = os.Rename(tmp, final)
+			}
+		}
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -482,6 +502,7 @@ type Stats struct {
 	Validations    int64 // version checks (requests for headers)
 	Corrupt        int64 // entries dropped for a bad header or checksum
 	Errors         int64 // fills that failed to write
+	Dropped        int64 // fills not queued: FillBytes pending already, or the cache closed
 }
 
 // Stats counts the entries on disk and returns the counters.
@@ -492,7 +513,7 @@ func (c *Cache) Stats() Stats {
 		n += f.size - HeaderSize
 	}
 	return Stats{Dir: c.Dir(), Size: c.size, Entries: int64(len(entries)), Bytes: n,
-		Hits: c.hits.Load(), HitBytes: c.hitBytes.Load(), Misses: c.misses.Load(), Fills: c.fills.Load(),
+		Hits: c.hits.Load(), HitBytes: c.hitBytes.Load(), Misses: c.misses.Load(), Fills: c.stored.Load(),
 		Refused: c.refused.Load(), Evictions: c.evictions.Load(), Validations: c.validations.Load(),
-		Corrupt: c.corrupt.Load(), Errors: c.errs.Load()}
+		Corrupt: c.corrupt.Load(), Errors: c.errs.Load(), Dropped: c.fills.dropped.Load()}
 }

@@ -12,7 +12,9 @@
 //     store), against the same chunks as local files;
 //   - the warm scan with the default checks (one HEAD per object);
 //
-// counting the proxy's GETs and HEADs, and, with a cache of -hot-mib, a hot
+// counting the proxy's GETs and HEADs and this process's CPU time per scan
+// (user and system: the store's server is another process; less swayed
+// than wall time by other load on a shared machine), and, with a cache of -hot-mib, a hot
 // set read twice, then a pass over twice the cache's size of other objects,
 // then the hot set again: the share of it still resident.
 //
@@ -27,10 +29,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -50,6 +54,7 @@ var (
 	w2Segs  = flag.Int("w2-segments", 128, "segments of 8 objects in the W2 dataset (128: 1,024 objects)")
 	skipW1  = flag.Bool("no-w1", false, "skip W1")
 	skipW2  = flag.Bool("no-w2", false, "skip W2 and the hot set")
+	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
 
 // dataset is one workload: its objects on S3 and as local files.
@@ -73,11 +78,23 @@ type bench struct {
 	proc  *scanner.Process
 	md    strings.Builder
 	met   []string
+	// dropped counts the fills the cold scans dropped (checkFilled).
+	dropped int64
 }
 
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	root, err := filepath.Abs(filepath.Join(*outDir, "cache"))
 	if err != nil {
 		log.Fatal(err)
@@ -176,7 +193,7 @@ func (b *bench) prepare(root, name string, spec datagen.Spec) *dataset {
 
 // run is one timed scan.
 type run struct {
-	wall         time.Duration
+	wall, cpu    time.Duration // cpu: this process's, user and system
 	gets, heads  int64
 	hits, chunks int64
 }
@@ -207,7 +224,7 @@ func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheS
 	if local {
 		cfg.MaxParallelIO = 0 // the local default
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	ctx := context.Background()
 	plan, err := scanner.Bind(ctx, cfg)
 	if err != nil {
@@ -224,12 +241,23 @@ func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheS
 	}
 	wg.Wait()
 	s.Close()
-	wall := time.Since(start)
+	wall, cpu := time.Since(start), cpuTime()-cpu0
 	if want >= 0 && sumX.Load() != want {
 		log.Fatalf("%s: sum(x) %d, want %d", d.name, sumX.Load(), want)
 	}
 	st := s.Stats()
-	return run{wall: wall, gets: b.count.gets.Load() - gets0, heads: b.count.heads.Load() - heads0, hits: st.CacheHits, chunks: st.Chunks}
+	return run{wall: wall, cpu: cpu, gets: b.count.gets.Load() - gets0, heads: b.count.heads.Load() - heads0, hits: st.CacheHits, chunks: st.Chunks}
+}
+
+// cpuTime is the CPU time this process has used, user and system: what
+// a scan costs the machine beside its wall time, less swayed by other
+// load on it (the store's server is another process).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // consume takes batches of s until its end and returns their sum of x;
@@ -275,6 +303,11 @@ func (b *bench) goal(name string, ok bool, detail string) {
 func (b *bench) workload(root string, d *dataset) {
 	n := len(d.keys)
 	var none, cold, coldV, warmV, warmC, local []time.Duration
+	cpu := map[string][]time.Duration{}
+	timed := func(kind string, r run) time.Duration {
+		cpu[kind] = append(cpu[kind], r.cpu)
+		return r.wall
+	}
 	var lastV, lastC run
 	warmDir := filepath.Join(root, d.name+"-warm")
 	warmVDir := filepath.Join(root, d.name+"-warmv")
@@ -284,36 +317,41 @@ func (b *bench) workload(root string, d *dataset) {
 	// The warm scans and the local one first and side by side: a cold
 	// scan's writes are still going to the disk as the next scan runs.
 	for rep := range *reps {
-		local = append(local, b.scan(d, 0, n, true, "", 0, "").wall)
+		local = append(local, timed("local", b.scan(d, 0, n, true, "", 0, "")))
 		lastV = b.scan(d, 0, n, false, warmVDir, 0, "v1")
-		warmV = append(warmV, lastV.wall)
+		warmV = append(warmV, timed("warmV", lastV))
 		lastC = b.scan(d, 0, n, false, warmDir, 0, "")
-		warmC = append(warmC, lastC.wall)
-		none = append(none, b.scan(d, 0, n, false, "", 0, "").wall)
+		warmC = append(warmC, timed("warmC", lastC))
+		none = append(none, timed("none", b.scan(d, 0, n, false, "", 0, "")))
+		// A directory of its own for each cold scan: the process keeps the
+		// caches it opened, and a fill into a directory removed under it
+		// (the previous cold scan's) fails instead of writing.
 		coldDir := filepath.Join(root, fmt.Sprintf("%s-cold-%d", d.name, rep))
+		coldVDir := filepath.Join(root, fmt.Sprintf("%s-coldv-%d", d.name, rep))
 		if rep%2 == 0 { // alternate which cold scan comes first
-			coldV = append(coldV, b.scan(d, 0, n, false, coldDir, 0, "v1").wall)
-			os.RemoveAll(coldDir)
+			coldV = append(coldV, timed("coldV", b.scan(d, 0, n, false, coldVDir, 0, "v1")))
 		}
-		cold = append(cold, b.scan(d, 0, n, false, coldDir, 0, "").wall)
-		os.RemoveAll(coldDir)
+		cold = append(cold, timed("cold", b.scan(d, 0, n, false, coldDir, 0, "")))
 		if rep%2 == 1 {
-			coldV = append(coldV, b.scan(d, 0, n, false, coldDir, 0, "v1").wall)
-			os.RemoveAll(coldDir)
+			coldV = append(coldV, timed("coldV", b.scan(d, 0, n, false, coldVDir, 0, "v1")))
 		}
+		b.checkFilled(coldDir, coldVDir)
+		os.RemoveAll(coldDir)
+		os.RemoveAll(coldVDir)
 	}
 	diskWrite := b.diskWrite(root, d)
 	mib := float64(d.bytes) / (1 << 20)
 	speed := func(t time.Duration) float64 { return mib / t.Seconds() }
 	mNone, mCold, mColdV, mV, mC, mLocal := median(none), median(cold), median(coldV), median(warmV), median(warmC), median(local)
-	fmt.Fprintf(&b.md, "### %s: %d objects, %.1f MiB\n\n| scan | median wall | MiB/s | GETs | HEADs |\n|---|---|---|---|---|\n", strings.ToUpper(d.name), n, mib)
-	fmt.Fprintf(&b.md, "| no cache | %v | %.0f | | |\n", mNone.Round(time.Millisecond), speed(mNone))
-	fmt.Fprintf(&b.md, "| cold (filling an empty cache), default checks | %v | %.0f | | |\n", mCold.Round(time.Millisecond), speed(mCold))
-	fmt.Fprintf(&b.md, "| cold (filling an empty cache), catalog `version` | %v | %.0f | | |\n", mColdV.Round(time.Millisecond), speed(mColdV))
-	fmt.Fprintf(&b.md, "| warm, catalog `version` | %v | %.0f | %d | %d |\n", mV.Round(time.Millisecond), speed(mV), lastV.gets, lastV.heads)
-	fmt.Fprintf(&b.md, "| warm, default checks | %v | %.0f | %d | %d |\n", mC.Round(time.Millisecond), speed(mC), lastC.gets, lastC.heads)
-	fmt.Fprintf(&b.md, "| the same chunks as local files | %v | %.0f | | |\n", mLocal.Round(time.Millisecond), speed(mLocal))
-	fmt.Fprintf(&b.md, "| (reference: writing the same bytes to the cache's disk, one file per object, no sync) | %v | %.0f | | |\n\n",
+	c := func(kind string) time.Duration { return median(cpu[kind]).Round(time.Millisecond) }
+	fmt.Fprintf(&b.md, "### %s: %d objects, %.1f MiB\n\n| scan | median wall | MiB/s | GETs | HEADs | CPU (this process) |\n|---|---|---|---|---|---|\n", strings.ToUpper(d.name), n, mib)
+	fmt.Fprintf(&b.md, "| no cache | %v | %.0f | | | %v |\n", mNone.Round(time.Millisecond), speed(mNone), c("none"))
+	fmt.Fprintf(&b.md, "| cold (filling an empty cache), default checks | %v | %.0f | | | %v |\n", mCold.Round(time.Millisecond), speed(mCold), c("cold"))
+	fmt.Fprintf(&b.md, "| cold (filling an empty cache), catalog `version` | %v | %.0f | | | %v |\n", mColdV.Round(time.Millisecond), speed(mColdV), c("coldV"))
+	fmt.Fprintf(&b.md, "| warm, catalog `version` | %v | %.0f | %d | %d | %v |\n", mV.Round(time.Millisecond), speed(mV), lastV.gets, lastV.heads, c("warmV"))
+	fmt.Fprintf(&b.md, "| warm, default checks | %v | %.0f | %d | %d | %v |\n", mC.Round(time.Millisecond), speed(mC), lastC.gets, lastC.heads, c("warmC"))
+	fmt.Fprintf(&b.md, "| the same chunks as local files | %v | %.0f | | | %v |\n", mLocal.Round(time.Millisecond), speed(mLocal), c("local"))
+	fmt.Fprintf(&b.md, "| (reference: writing the same bytes to the cache's disk, one file per object, no sync) | %v | %.0f | | | |\n\n",
 		diskWrite.Round(time.Millisecond), speed(diskWrite))
 	up := strings.ToUpper(d.name)
 	b.goal(up+" warm (version) ≥ 0.9× local files, 0 requests", speed(mV) >= 0.9*speed(mLocal) && lastV.gets+lastV.heads == 0,
@@ -322,7 +360,25 @@ func (b *bench) workload(root string, d *dataset) {
 	b.goal(up+" warm (default checks): 0 body bytes, ≤ checks' round trips + local scan", lastC.gets == 0 && mC <= checks,
 		fmt.Sprintf("%d GETs, %v against %v", lastC.gets, mC.Round(time.Millisecond), checks.Round(time.Millisecond)))
 	b.goal(up+" cold ≤ 1.05× no cache", float64(max(mCold, mColdV)) <= 1.05*float64(mNone),
-		fmt.Sprintf("%.2f× with the default checks, %.2f× with a catalog version", float64(mCold)/float64(mNone), float64(mColdV)/float64(mNone)))
+		fmt.Sprintf("%.2f× with the default checks, %.2f× with a catalog version; %d fills dropped", float64(mCold)/float64(mNone), float64(mColdV)/float64(mNone), b.dropped))
+	b.dropped = 0
+}
+
+// checkFilled ends the program if a cold scan filling one of dirs failed
+// to store what it read (a cold scan whose fills fail costs less than one
+// that writes, and would flatter the cold ratio), and counts the fills
+// dropped (the queue full: the disk slower than the scan).
+func (b *bench) checkFilled(dirs ...string) {
+	for _, st := range b.proc.CacheStats() {
+		for _, dir := range dirs {
+			if abs, _ := filepath.Abs(dir); st.Dir == abs {
+				if st.Errors > 0 || st.Fills == 0 {
+					log.Fatalf("cold scan into %s: %d fills, %d failed", dir, st.Fills, st.Errors)
+				}
+				b.dropped += st.Dropped
+			}
+		}
+	}
 }
 
 // diskWrite times writing d's bytes as files under root (what a cold

@@ -1,0 +1,290 @@
+package cache
+
+// Fills in the background: a scan hands the bytes it fetched to Fill and
+// decodes them at once; the entry is written by writer goroutines of the
+// cache, which hold no IO slot and never make the scan's reads or decode
+// wait (its end may wait for them: FillGroup.Wait).
+//
+// Fill copies the bytes: the caller's buffer goes back to its pool (or
+// its mapping is unmapped) as soon as the caller's consumer is done with
+// it, which may come before the write does. The copies are the cache's,
+// outside any scan's memory budget: counting them in a budget would make
+// a fill wait for room behind the scan's own chunks (or jump their
+// first-come order). They are bounded instead, per cache and process, by
+// FillBytes: a fill that would take the queue past it is dropped, not
+// waited for, and counted (Stats.Dropped). The range is then fetched
+// again by a later scan, which stores it if the queue has room by then.
+
+import (
+	"math/bits"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FillBytes is the most bytes of fills a Cache holds at once, queued or
+// being written: the memory background fills take beside the scans'
+// budgets. A single range larger than it is taken alone (when no other
+// fill is pending), so that a dataset of large chunks is cached too; the
+// bound is then that range's size.
+const FillBytes = 64 << 20
+
+// fillWriters is how many goroutines of a cache write fills at once: two
+// keep the disk busy while one computes a checksum, and leave the other
+// cores to the scans' decode.
+const fillWriters = 2
+
+// fill is one queued write: k's bytes, a copy owned by the queue after
+// HeaderSize bytes of room for the entry's header; or, if touch is not "",
+// the recency of that entry file (of no group).
+type fill struct {
+	k     Key
+	data  []byte // HeaderSize bytes, then the range's
+	known bool   // note k.Version as k.Object's (SetKnown) once written
+	group *FillGroup
+	touch string
+}
+
+// fillQueue is a cache's pending fills and the state of its writers.
+type fillQueue struct {
+	mu      sync.Mutex
+	q       []*fill
+	held    int64 // bytes of fills queued or being written
+	writers int   // writer goroutines running
+	paused  chan struct{}
+	idle    *sync.Cond // signalled when a fill ends and when a writer does
+	closed  bool
+	bound   int64 // FillBytes; smaller in tests
+	// touched is when this process last queued each entry's touch.
+	touched map[string]time.Time
+
+	dropped atomic.Int64
+}
+
+// FillGroup is the fills of one user of the cache (a scan), so that it can
+// wait for them (Wait) when it ends. Its methods are safe for concurrent use, and a fill may join the
+// group after a Wait returned (a late prefetch of the scan's): a later
+// Wait waits for it.
+type FillGroup struct {
+	c       *Cache
+	pending int // fills queued or being written; the cache's fills.mu
+}
+
+// NewFillGroup returns an empty group of fills of c.
+func (c *Cache) NewFillGroup() *FillGroup { return &FillGroup{c: c} }
+
+// Fill queues data (a copy of it: the caller may reuse data as soon as Fill
+// returns) to be stored as the bytes of k, as Put stores them, by a writer
+// of the cache, and returns at once. If known, k.Version is noted as
+// k.Object's (SetKnown) once the entry is written. It reports whether the
+// fill was queued: it is dropped, and counted (Stats.Dropped), when the
+// fills pending hold FillBytes already, or when the cache is closed.
+func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
+	c := g.c
+	n := int64(len(data))
+	if n > c.size {
+		c.refused.Add(1)
+		return false
+	}
+	fq := &c.fills
+	fq.mu.Lock()
+	if fq.closed || (fq.held > 0 && fq.held+n > fq.bound) {
+		fq.mu.Unlock()
+		fq.dropped.Add(1)
+		return false
+	}
+	fq.held += n
+	fq.mu.Unlock()
+	// The copy is made outside the lock: fills of other scans need not
+	// wait for it. Its room is taken above, and corrected to the
+	// buffer's capacity below.
+	buf := fillBuffer(HeaderSize + len(data))
+	if buf != nil {
+		copy(buf[HeaderSize:], data)
+	} else {
+		// append clears none of the bytes it copies, as make would.
+		buf = append(make([]byte, HeaderSize), data...)
+	}
+	f := &fill{k: k, data: buf, known: known, group: g}
+	fq.mu.Lock()
+	if fq.closed { // closed while the copy was made
+		fq.held -= n
+		fq.mu.Unlock()
+		fq.dropped.Add(1)
+		freeFillBuffer(buf)
+		return false
+	}
+	fq.held += int64(cap(buf)) - n
+	g.pending++
+	c.queueLocked(f)
+	return true
+}
+
+// queueLocked queues f and starts a writer if fewer than fillWriters run;
+// it unlocks fq.mu.
+func (c *Cache) queueLocked(f *fill) {
+	fq := &c.fills
+	fq.q = append(fq.q, f)
+	start := fq.writers < fillWriters
+	if start {
+		fq.writers++
+	}
+	fq.mu.Unlock()
+	if start {
+		go c.writeFills()
+	}
+}
+
+// maxTouched bounds the entries whose last touch the process remembers;
+// beyond it the memory starts afresh (a few touches again, no harm).
+const maxTouched = 1 << 16
+
+// touch marks entry file p recently used: its modification time is set
+// by a writer, off the path of the hit, at most once per touchEvery per
+// entry in this process. Recency only orders eviction, so a touch that
+// comes late, or not at all (the cache closed), costs nothing but
+// precision.
+func (c *Cache) touch(p string) {
+	fq := &c.fills
+	now := time.Now()
+	fq.mu.Lock()
+	if t, ok := fq.touched[p]; fq.closed || (ok && now.Sub(t) < touchEvery) {
+		fq.mu.Unlock()
+		return
+	}
+	if fq.touched == nil || len(fq.touched) >= maxTouched {
+		fq.touched = map[string]time.Time{}
+	}
+	fq.touched[p] = now
+	c.queueLocked(&fill{touch: p})
+}
+
+// writeFills is one writer: it writes queued fills until there are none,
+// then ends (no goroutine stays while nothing is pending).
+func (c *Cache) writeFills() {
+	fq := &c.fills
+	for {
+		fq.mu.Lock()
+		for fq.paused != nil {
+			p := fq.paused
+			fq.mu.Unlock()
+			<-p
+			fq.mu.Lock()
+		}
+		if len(fq.q) == 0 {
+			fq.writers--
+			fq.cond().Broadcast()
+			fq.mu.Unlock()
+			return
+		}
+		f := fq.q[0]
+		fq.q[0] = nil
+		fq.q = fq.q[1:]
+		fq.mu.Unlock()
+		if f.touch != "" {
+			now := time.Now()
+			os.Chtimes(f.touch, now, now) // a failure only ages the entry
+			continue
+		}
+		// A failure to write is counted by Put; the scan has its bytes.
+		if ok, _ := c.put(f.k, f.data[HeaderSize:], f.data); ok && f.known {
+			c.SetKnown(f.k.Object, f.k.Version)
+		}
+		freeFillBuffer(f.data)
+		fq.mu.Lock()
+		fq.held -= int64(cap(f.data))
+		f.group.pending--
+		fq.cond().Broadcast()
+		fq.mu.Unlock()
+	}
+}
+
+// cond returns the queue's idle condition, made on first use; fq.mu is
+// held.
+func (fq *fillQueue) cond() *sync.Cond {
+	if fq.idle == nil {
+		fq.idle = sync.NewCond(&fq.mu)
+	}
+	return fq.idle
+}
+
+// Wait returns once every fill of the group is written (or failed to be).
+// The wait is bounded: the fills pending hold at most FillBytes.
+func (g *FillGroup) Wait() {
+	fq := &g.c.fills
+	fq.mu.Lock()
+	defer fq.mu.Unlock()
+	for g.pending > 0 {
+		fq.cond().Wait()
+	}
+}
+
+// Close stops taking fills (later ones are dropped) and waits for those
+// pending to be written: after it returns, no goroutine of the cache
+// writes into its directory. Lookups and Put still work.
+func (c *Cache) Close() {
+	fq := &c.fills
+	fq.mu.Lock()
+	fq.closed = true
+	for fq.writers > 0 {
+		fq.cond().Wait()
+	}
+	fq.mu.Unlock()
+}
+
+// PauseFills holds the cache's writers back until the returned function is
+// called: fills queue meanwhile, and are dropped once FillBytes are
+// pending. It shows what does not wait for the cache's writes (a scan's
+// reads, decode); the resume function is safe to call more than once.
+func (c *Cache) PauseFills() (resume func()) {
+	fq := &c.fills
+	p := make(chan struct{})
+	fq.mu.Lock()
+	if fq.paused != nil {
+		fq.mu.Unlock()
+		panic("cache: fills paused twice")
+	}
+	fq.paused = p
+	fq.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			fq.mu.Lock()
+			fq.paused = nil
+			fq.mu.Unlock()
+			close(p)
+		})
+	}
+}
+
+// Fill buffers are reused: a copy into fresh memory pays a page fault
+// every 4 KiB, more than the copy itself. They are kept in pools by
+// power of two (pool i holds capacities from 1<<i up), which the garbage
+// collector empties when they are not used: an idle process keeps no fill
+// memory. A pending fill's buffer counts its whole capacity in the bound.
+
+// fillMinPooled is the smallest capacity pooled (smaller copies are
+// cheap to allocate).
+const fillMinPooled = 16 << 10
+
+// fillPools holds buffers of capacity at least 1<<i in fillPools[i].
+var fillPools [64]sync.Pool
+
+// fillBuffer returns a pooled buffer of length n, or nil if none is free.
+func fillBuffer(n int) []byte {
+	if n < fillMinPooled {
+		return nil
+	}
+	if b, ok := fillPools[bits.Len(uint(n-1))].Get().(*[]byte); ok { // 1<<i >= n
+		return (*b)[:n]
+	}
+	return nil
+}
+
+// freeFillBuffer gives b back to a pool; nothing may use it afterwards.
+func freeFillBuffer(b []byte) {
+	if c := cap(b); c >= fillMinPooled {
+		fillPools[bits.Len(uint(c))-1].Put(&b) // 1<<i <= c
+	}
+}
