@@ -155,7 +155,7 @@ func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, in
 		// server's word is trusted up to readToEndHint, so that a claimed
 		// length sets aside no more than that before bytes arrive.
 		n := int64(64 << 10)
-		if h, ok := body.(store.LenHint); ok {
+		if h, ok := body.(store.LenHint); ok && h.LenHint() >= 0 {
 			n = max(n, min(h.LenHint()+1, readToEndHint))
 		}
 		buf = make([]byte, min(n, s.o.MaxReadToEnd+1))

@@ -472,7 +472,9 @@ func objectVersion(etag, lastModified string, size int64) string {
 // LenHint is implemented by the body of a read to the end of an object
 // (length < 0) when the store's answer gave its length (Content-Length): a
 // reader may size its buffer from it instead of growing one. A hint from
-// the server, not a promise: the body may end sooner or go on longer.
+// the server, not a promise: the body may end sooner or go on longer. A
+// wrapper of bodies may implement it for all of them and return -1 where
+// the body it wraps gives no length.
 type LenHint interface {
 	LenHint() int64
 }

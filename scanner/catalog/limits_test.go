@@ -214,3 +214,28 @@ func TestCappedBody(t *testing.T) {
 		}
 	}
 }
+
+// hinted is a body whose store gave its length.
+type hinted struct {
+	io.ReadCloser
+	n int64
+}
+
+func (h hinted) LenHint() int64 { return h.n }
+
+// TestCappedBodyLenHint: the cap passes on the length the store gave for
+// a catalog's body (so that the read to its end is sized by it), never
+// more than the cap, and says it knows none when the store gave none.
+func TestCappedBodyLenHint(t *testing.T) {
+	body := io.NopCloser(strings.NewReader("abcd"))
+	for _, tt := range []struct {
+		body io.ReadCloser
+		max  int64
+		want int64
+	}{{hinted{body, 4}, 10, 4}, {hinted{body, 1 << 40}, 10, 10}, {body, 10, -1}, {hinted{body, -1}, 10, -1}} {
+		var h store.LenHint = &cappedBody{body: tt.body, left: tt.max, max: tt.max}
+		if got := h.LenHint(); got != tt.want {
+			t.Errorf("%T capped at %d: hint %d, want %d", tt.body, tt.max, got, tt.want)
+		}
+	}
+}

@@ -224,6 +224,15 @@ type cappedBody struct {
 	left, max int64
 }
 
+// LenHint passes on the length the store gave for the body (see
+// store.LenHint), at most max: -1 when it gave none.
+func (b *cappedBody) LenHint() int64 {
+	if h, ok := b.body.(store.LenHint); ok && h.LenHint() >= 0 {
+		return min(h.LenHint(), b.max)
+	}
+	return -1
+}
+
 func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left == 0 {
 		return 0, b.probe()
