@@ -89,16 +89,19 @@ func (p *Plan) PruneByBounds(column string, op Op, values []string) (int, error)
 
 // order reads values of one Arrow type and compares them.
 type order struct {
-	read    func(v any) (any, bool) // a catalog value or a constant's text
-	compare func(a, b any) int
+	read func(v any) (any, bool) // a catalog value or a constant's text
+	// readBound, if set, reads a catalog bound instead of read: side 0
+	// the minimum, 1 the maximum.
+	readBound func(v any, side int) (any, bool)
+	compare   func(a, b any) int
 }
 
 // mayMatch reports whether a chunk whose column lies in [lo, hi] (catalog
 // values; nil: unbounded on that side) may hold a row that satisfies
 // `column op consts`.
 func (o order) mayMatch(lo, hi any, op Op, consts []any) bool {
-	min, minOK := o.bound(lo)
-	max, maxOK := o.bound(hi)
+	min, minOK := o.bound(lo, 0)
+	max, maxOK := o.bound(hi, 1)
 	above := func(v any) bool { return minOK && o.compare(min, v) > 0 }    // every row > v
 	below := func(v any) bool { return maxOK && o.compare(max, v) < 0 }    // every row < v
 	atLeast := func(v any) bool { return minOK && o.compare(min, v) >= 0 } // every row >= v
@@ -125,11 +128,15 @@ func (o order) mayMatch(lo, hi any, op Op, consts []any) bool {
 	return true
 }
 
-// bound reads a catalog bound; false for none (absent, NULL, or not of
-// the column's type): that side is unbounded.
-func (o order) bound(v any) (any, bool) {
+// bound reads a catalog bound of side (0 the minimum, 1 the maximum);
+// false for none (absent, NULL, or not of the column's type): that side
+// is unbounded.
+func (o order) bound(v any, side int) (any, bool) {
 	if v == nil {
 		return nil, false
+	}
+	if o.readBound != nil {
+		return o.readBound(v, side)
 	}
 	return o.read(v)
 }
@@ -157,8 +164,12 @@ func orderOf(t arrow.DataType) (order, bool) {
 	case arrow.DATE64:
 		return order{read: func(v any) (any, bool) { return readDate(v, 86400_000) }, compare: compareAs[int64]}, true
 	case arrow.TIMESTAMP:
-		unit := t.(*arrow.TimestampType).Unit
-		return order{read: func(v any) (any, bool) { return readTimestamp(v, unit) }, compare: compareTimes}, true
+		unit, zoned := t.(*arrow.TimestampType).Unit, t.(*arrow.TimestampType).TimeZone != ""
+		return order{
+			read:      func(v any) (any, bool) { return readTimestamp(v, unit) },
+			readBound: func(v any, side int) (any, bool) { return readTimestampBound(v, unit, zoned, side) },
+			compare:   compareTimes,
+		}, true
 	}
 	return order{}, false
 }
@@ -221,13 +232,23 @@ func readFloat(v any) (float64, bool) {
 
 // readDate reads a date in units of perDay since 1970-01-01 (days for
 // DATE32, milliseconds for DATE64): an integer in those units, or text
-// YYYY-MM-DD.
+// YYYY-MM-DD. A timestamp's text without an offset (a catalog that gives
+// a date column's bounds as TIMESTAMP) reads as its day, which bounds the
+// column's days on either side; one with an offset does not read, since
+// its day depends on the time zone the dates were taken in.
 func readDate(v any, perDay int64) (any, bool) {
 	switch v := v.(type) {
 	case int64, uint64, float64:
 		return readSigned(v)
 	case string:
-		d, err := time.Parse(time.DateOnly, strings.TrimSpace(v))
+		s := strings.TrimSpace(v)
+		d, err := time.Parse(time.DateOnly, s)
+		for _, layout := range naiveTimestampLayouts {
+			if err == nil {
+				break
+			}
+			d, err = time.Parse(layout, s)
+		}
 		if err != nil {
 			return nil, false
 		}
@@ -235,6 +256,9 @@ func readDate(v any, perDay int64) (any, bool) {
 	}
 	return nil, false
 }
+
+// naiveTimestampLayouts are the texts of a timestamp without an offset.
+var naiveTimestampLayouts = []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"}
 
 // timestampLayouts are the texts of a timestamp a catalog or DuckDB gives:
 // DuckDB's own (a space, an offset such as +00 or +05:30 for TIMESTAMPTZ),
@@ -246,6 +270,33 @@ var timestampLayouts = []string{
 	"2006-01-02T15:04:05.999999999Z07:00",
 	"2006-01-02T15:04:05.999999999",
 	time.DateOnly,
+}
+
+// readTimestampBound reads a catalog bound of a timestamp column as
+// readTimestamp does, except a date alone (YYYY-MM-DD, as a DATE bound
+// reads): it bounds the whole day, so a maximum is the day's last
+// instant, not its first; and of a column with a time zone, the day in
+// any zone (14 hours more on either side), since the catalog does not say
+// in which zone its dates were taken.
+func readTimestampBound(v any, unit arrow.TimeUnit, zoned bool, side int) (any, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return readTimestamp(v, unit)
+	}
+	day, err := time.Parse(time.DateOnly, strings.TrimSpace(s))
+	if err != nil {
+		return readTimestamp(v, unit)
+	}
+	const anyZone = 14 * time.Hour
+	switch {
+	case side == 0 && zoned:
+		return day.Add(-anyZone), true
+	case side == 1 && zoned:
+		return day.Add(24*time.Hour + anyZone - time.Nanosecond), true
+	case side == 1:
+		return day.Add(24*time.Hour - time.Nanosecond), true
+	}
+	return day, true
 }
 
 // readTimestamp reads a timestamp: an integer in the column's unit since

@@ -117,6 +117,58 @@ func TestPruneByBoundsTypes(t *testing.T) {
 	}
 }
 
+// Bounds as a Parquet catalog's DATE and TIMESTAMP columns give them (the
+// catalog's text): a date bounds a timestamp column's whole day (in any
+// time zone, for a column with one), a timestamp without an offset bounds
+// a date column's day, nanoseconds are kept.
+func TestPruneByBoundsDatesAndTimestamps(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
+		{Name: "tstz", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "ns", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32},
+	}, nil)
+	rows := func() []Row {
+		return []Row{{
+			"min_ts": "2024-01-31", "max_ts": "2024-01-31", "min_tstz": "2024-01-31", "max_tstz": "2024-01-31",
+			"min_ns": "2024-01-31 12:00:00.123456789", "max_ns": "2024-01-31 12:00:00.123456789",
+			"min_day": "2024-01-31 06:00:00", "max_day": "2024-01-31 18:00:00.5",
+		}, {
+			"min_day": "2024-01-31 06:00:00+00", "max_day": "2024-01-31 18:00:00+00", // a day that depends on the zone: no bound
+		}}
+	}
+	for _, tc := range []struct {
+		col    string
+		op     Op
+		values []string
+		kept   []int
+	}{
+		{"ts", OpGreater, []string{"2024-01-31 23:59:59.999999"}, []int{0, 1}},
+		{"ts", OpGreaterEqual, []string{"2024-02-01 00:00:00"}, []int{1}},
+		{"ts", OpLess, []string{"2024-01-31 00:00:00"}, []int{1}},
+		{"tstz", OpLess, []string{"2024-01-30 20:00:00+00"}, []int{0, 1}}, // 2024-01-31 in +14:00
+		{"tstz", OpLess, []string{"2024-01-30 09:59:59+00"}, []int{1}},
+		{"tstz", OpGreater, []string{"2024-02-01 13:00:00+00"}, []int{0, 1}}, // 2024-01-31 in -14:00
+		{"tstz", OpGreaterEqual, []string{"2024-02-01 14:00:00+00"}, []int{1}},
+		{"ns", OpEqual, []string{"2024-01-31 12:00:00.123456789"}, []int{0, 1}},
+		{"ns", OpGreater, []string{"2024-01-31 12:00:00.123456788"}, []int{0, 1}},
+		{"ns", OpGreater, []string{"2024-01-31 12:00:00.123456789"}, []int{1}},
+		{"day", OpEqual, []string{"2024-01-31"}, []int{0, 1}},
+		{"day", OpGreater, []string{"2024-01-31"}, []int{1}},
+		{"day", OpLess, []string{"2024-01-31"}, []int{1}},
+	} {
+		t.Run(fmt.Sprintf("%s %d %v", tc.col, tc.op, tc.values), func(t *testing.T) {
+			p := boundsPlan(t, schema, rows())
+			if _, err := p.PruneByBounds(tc.col, tc.op, tc.values); err != nil {
+				t.Fatal(err)
+			}
+			if got := keptRows(p); !slices.Equal(got, tc.kept) {
+				t.Errorf("kept %v, want %v", got, tc.kept)
+			}
+		})
+	}
+}
+
 // No chunk that holds a matching row is ever dropped, and every chunk
 // whose range holds a matching value is kept (the bounds are all that is
 // known): random integer chunks, random comparisons, both sides of them.
