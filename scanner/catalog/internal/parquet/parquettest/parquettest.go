@@ -14,8 +14,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -97,8 +99,29 @@ func arrowValue(a arrow.Array, j int) any {
 		return a.Value(j)
 	case *array.Dictionary:
 		return arrowValue(a.Dictionary(), a.GetValueIndex(j))
+	case *array.Date32:
+		return timeText(a.Value(j).ToTime(), time.DateOnly, false)
+	case *array.Timestamp:
+		typ := a.DataType().(*arrow.TimestampType)
+		t, err := typ.GetToTimeFunc()
+		if err != nil {
+			break
+		}
+		return timeText(t(a.Value(j)).UTC(), "2006-01-02 15:04:05.999999999", typ.TimeZone != "")
 	}
 	return fmt.Sprintf("unsupported %s", a.DataType())
+}
+
+// timeText is a date's or timestamp's text as the catalog's reader gives
+// it, or "unsupported" outside the years it writes.
+func timeText(t time.Time, layout string, utc bool) string {
+	if t.Year() < 1 || t.Year() > 9999 {
+		return "unsupported year " + strconv.Itoa(t.Year())
+	}
+	if utc {
+		return t.Format(layout) + "+00"
+	}
+	return t.Format(layout)
 }
 
 // SameRows compares our rows with the oracle's: equal values of equal Go
