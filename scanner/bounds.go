@@ -242,19 +242,25 @@ func readDate(v any, perDay int64) (any, bool) {
 		return readSigned(v)
 	case string:
 		s := strings.TrimSpace(v)
-		d, err := time.Parse(time.DateOnly, s)
-		for _, layout := range naiveTimestampLayouts {
-			if err == nil {
-				break
+		d, dateOnly, ok := parseTimestamp(s)
+		if !dateOnly {
+			if d, ok = parseNaiveTimestamp(s); !ok {
+				return nil, false
 			}
-			d, err = time.Parse(layout, s)
-		}
-		if err != nil {
-			return nil, false
 		}
 		return int64(math.Floor(float64(d.Unix())/86400)) * perDay, true
 	}
 	return nil, false
+}
+
+// parseNaiveTimestamp reads a timestamp's text without an offset.
+func parseNaiveTimestamp(s string) (time.Time, bool) {
+	for _, layout := range naiveTimestampLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // naiveTimestampLayouts are the texts of a timestamp without an offset.
@@ -283,8 +289,8 @@ func readTimestampBound(v any, unit arrow.TimeUnit, zoned bool, side int) (any, 
 	if !ok {
 		return readTimestamp(v, unit)
 	}
-	day, err := time.Parse(time.DateOnly, strings.TrimSpace(s))
-	if err != nil {
+	day, dateOnly, ok := parseTimestamp(strings.TrimSpace(s))
+	if !ok || !dateOnly {
 		return readTimestamp(v, unit)
 	}
 	const anyZone = 14 * time.Hour
@@ -311,6 +317,9 @@ func readTimestamp(v any, unit arrow.TimeUnit) (any, bool) {
 		return arrow.Timestamp(n.(int64)).ToTime(unit), true
 	case string:
 		s := strings.TrimSpace(v)
+		if t, _, ok := parseTimestamp(s); ok {
+			return t, true
+		}
 		for _, layout := range timestampLayouts {
 			if t, err := time.Parse(layout, s); err == nil {
 				return t, true
@@ -318,4 +327,80 @@ func readTimestamp(v any, unit arrow.TimeUnit) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// parseTimestamp reads the texts DuckDB and the catalog write, a date
+// YYYY-MM-DD, then optionally a space or T, HH:MM:SS, up to nine
+// fractional digits, and Z or an offset ±HH or ±HH:MM (none is UTC), as
+// time.Parse with timestampLayouts would; dateOnly tells a date alone.
+// It is the layouts' common case without their trials, each of which
+// allocates its error when it fails: a pruned catalog reads two bounds a
+// chunk for every filter. false for any other text (time.Parse may still
+// read it).
+func parseTimestamp(s string) (t time.Time, dateOnly, ok bool) {
+	num := func(i, n int) (int, bool) { // the n digits at s[i:]
+		if i+n > len(s) {
+			return 0, false
+		}
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 2)
+	d, ok3 := num(8, 2)
+	if !ok1 || !ok2 || !ok3 || s[4] != '-' || s[7] != '-' || mo < 1 || mo > 12 || d < 1 ||
+		d > time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day() {
+		return time.Time{}, false, false
+	}
+	if len(s) == 10 {
+		return time.Date(y, time.Month(mo), d, 0, 0, 0, 0, time.UTC), true, true
+	}
+	h, ok1 := num(11, 2)
+	mi, ok2 := num(14, 2)
+	sec, ok3 := num(17, 2)
+	if !ok1 || !ok2 || !ok3 || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':' || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false, false
+	}
+	i, ns := 19, 0
+	if i < len(s) && s[i] == '.' {
+		i++
+		digits := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			if digits++; digits > 9 {
+				return time.Time{}, false, false
+			}
+			ns = ns*10 + int(s[i]-'0')
+		}
+		if digits == 0 {
+			return time.Time{}, false, false
+		}
+		for ; digits < 9; digits++ {
+			ns *= 10
+		}
+	}
+	var offset int // seconds east of UTC
+	switch rest := s[i:]; {
+	case rest == "" || rest == "Z":
+	case (rest[0] == '+' || rest[0] == '-') && (len(rest) == 3 || len(rest) == 6 && rest[3] == ':'):
+		oh, ok1 := num(i+1, 2)
+		om, ok2 := 0, true
+		if len(rest) == 6 {
+			om, ok2 = num(i+4, 2)
+		}
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return time.Time{}, false, false
+		}
+		if offset = oh*3600 + om*60; rest[0] == '-' {
+			offset = -offset
+		}
+	default:
+		return time.Time{}, false, false
+	}
+	return time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC).Add(-time.Duration(offset) * time.Second), false, true
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/remote-segments/remote_segments/scanner/catalog"
@@ -166,6 +167,42 @@ func TestPruneByBoundsDatesAndTimestamps(t *testing.T) {
 				t.Errorf("kept %v, want %v", got, tc.kept)
 			}
 		})
+	}
+}
+
+// parseTimestamp reads what time.Parse with timestampLayouts reads, to the
+// nanosecond, or leaves the text to it; the texts a catalog's reader and
+// DuckDB write take no trial of layouts (no allocation beyond the bound's
+// own box).
+func TestParseTimestamp(t *testing.T) {
+	for _, s := range []string{
+		"2024-01-31", "2024-02-29", "2023-02-29", "2024-13-01", "2024-00-10", "2024-04-31", "0001-01-01", "9999-12-31",
+		"2024-01-31 12:00:00", "2024-01-31T12:00:00", "2024-01-31 23:59:59.999999999", "2024-01-31 12:00:00.5+00",
+		"2024-01-31 12:00:00+05:30", "2024-01-31 12:00:00-08", "2024-01-31T12:00:00Z", "2024-01-31T12:00:00.123-03:00",
+		"2024-01-31 24:00:00", "2024-01-31 12:60:00", "2024-01-31 12:00:60", "2024-01-31 12:00:00.", "2024-01-31 12:00:00.1234567891",
+		"2024-01-31 12:00:00+1", "2024-01-31 12:00:00+0100", "2024-01-31 12:00", "2024-1-31", "infinity", "", "2024-01-31x",
+		"2024-01-31 12:00:00 UTC", "+2024-01-31",
+	} {
+		var want time.Time
+		wantOK := false
+		for _, layout := range timestampLayouts {
+			if tm, err := time.Parse(layout, s); err == nil {
+				want, wantOK = tm, true
+				break
+			}
+		}
+		got, dateOnly, ok := parseTimestamp(s)
+		if ok && (!wantOK || !got.Equal(want) || dateOnly != (len(s) == 10)) {
+			t.Errorf("%q: %v (date alone %v), time.Parse %v %v", s, got, dateOnly, want, wantOK)
+		}
+		if v, ok := readTimestamp(s, arrow.Microsecond); ok != wantOK || ok && !v.(time.Time).Equal(want) {
+			t.Errorf("readTimestamp(%q) = %v %v, want %v %v", s, v, ok, want, wantOK)
+		}
+	}
+	for _, s := range []string{"2024-01-31", "2024-01-31 12:00:00", "2024-01-31 12:00:00.123456789", "2024-01-31 12:00:00.5+00"} {
+		if n := testing.AllocsPerRun(100, func() { readTimestamp(s, arrow.Nanosecond) }); n > 1 {
+			t.Errorf("readTimestamp(%q): %.0f allocations, want at most the box of its value", s, n)
+		}
 	}
 }
 
