@@ -89,16 +89,19 @@ func (p *Plan) PruneByBounds(column string, op Op, values []string) (int, error)
 
 // order reads values of one Arrow type and compares them.
 type order struct {
-	read    func(v any) (any, bool) // a catalog value or a constant's text
-	compare func(a, b any) int
+	read func(v any) (any, bool) // a catalog value or a constant's text
+	// readBound, if set, reads a catalog bound instead of read: side 0
+	// the minimum, 1 the maximum.
+	readBound func(v any, side int) (any, bool)
+	compare   func(a, b any) int
 }
 
 // mayMatch reports whether a chunk whose column lies in [lo, hi] (catalog
 // values; nil: unbounded on that side) may hold a row that satisfies
 // `column op consts`.
 func (o order) mayMatch(lo, hi any, op Op, consts []any) bool {
-	min, minOK := o.bound(lo)
-	max, maxOK := o.bound(hi)
+	min, minOK := o.bound(lo, 0)
+	max, maxOK := o.bound(hi, 1)
 	above := func(v any) bool { return minOK && o.compare(min, v) > 0 }    // every row > v
 	below := func(v any) bool { return maxOK && o.compare(max, v) < 0 }    // every row < v
 	atLeast := func(v any) bool { return minOK && o.compare(min, v) >= 0 } // every row >= v
@@ -125,11 +128,15 @@ func (o order) mayMatch(lo, hi any, op Op, consts []any) bool {
 	return true
 }
 
-// bound reads a catalog bound; false for none (absent, NULL, or not of
-// the column's type): that side is unbounded.
-func (o order) bound(v any) (any, bool) {
+// bound reads a catalog bound of side (0 the minimum, 1 the maximum);
+// false for none (absent, NULL, or not of the column's type): that side
+// is unbounded.
+func (o order) bound(v any, side int) (any, bool) {
 	if v == nil {
 		return nil, false
+	}
+	if o.readBound != nil {
+		return o.readBound(v, side)
 	}
 	return o.read(v)
 }
@@ -157,8 +164,12 @@ func orderOf(t arrow.DataType) (order, bool) {
 	case arrow.DATE64:
 		return order{read: func(v any) (any, bool) { return readDate(v, 86400_000) }, compare: compareAs[int64]}, true
 	case arrow.TIMESTAMP:
-		unit := t.(*arrow.TimestampType).Unit
-		return order{read: func(v any) (any, bool) { return readTimestamp(v, unit) }, compare: compareTimes}, true
+		unit, zoned := t.(*arrow.TimestampType).Unit, t.(*arrow.TimestampType).TimeZone != ""
+		return order{
+			read:      func(v any) (any, bool) { return readTimestamp(v, unit) },
+			readBound: func(v any, side int) (any, bool) { return readTimestampBound(v, unit, zoned, side) },
+			compare:   compareTimes,
+		}, true
 	}
 	return order{}, false
 }
@@ -221,20 +232,39 @@ func readFloat(v any) (float64, bool) {
 
 // readDate reads a date in units of perDay since 1970-01-01 (days for
 // DATE32, milliseconds for DATE64): an integer in those units, or text
-// YYYY-MM-DD.
+// YYYY-MM-DD. A timestamp's text without an offset (a catalog that gives
+// a date column's bounds as TIMESTAMP) reads as its day, which bounds the
+// column's days on either side; one with an offset does not read, since
+// its day depends on the time zone the dates were taken in.
 func readDate(v any, perDay int64) (any, bool) {
 	switch v := v.(type) {
 	case int64, uint64, float64:
 		return readSigned(v)
 	case string:
-		d, err := time.Parse(time.DateOnly, strings.TrimSpace(v))
-		if err != nil {
-			return nil, false
+		s := strings.TrimSpace(v)
+		d, dateOnly, ok := parseTimestamp(s)
+		if !dateOnly {
+			if d, ok = parseNaiveTimestamp(s); !ok {
+				return nil, false
+			}
 		}
 		return int64(math.Floor(float64(d.Unix())/86400)) * perDay, true
 	}
 	return nil, false
 }
+
+// parseNaiveTimestamp reads a timestamp's text without an offset.
+func parseNaiveTimestamp(s string) (time.Time, bool) {
+	for _, layout := range naiveTimestampLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// naiveTimestampLayouts are the texts of a timestamp without an offset.
+var naiveTimestampLayouts = []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"}
 
 // timestampLayouts are the texts of a timestamp a catalog or DuckDB gives:
 // DuckDB's own (a space, an offset such as +00 or +05:30 for TIMESTAMPTZ),
@@ -246,6 +276,33 @@ var timestampLayouts = []string{
 	"2006-01-02T15:04:05.999999999Z07:00",
 	"2006-01-02T15:04:05.999999999",
 	time.DateOnly,
+}
+
+// readTimestampBound reads a catalog bound of a timestamp column as
+// readTimestamp does, except a date alone (YYYY-MM-DD, as a DATE bound
+// reads): it bounds the whole day, so a maximum is the day's last
+// instant, not its first; and of a column with a time zone, the day in
+// any zone (14 hours more on either side), since the catalog does not say
+// in which zone its dates were taken.
+func readTimestampBound(v any, unit arrow.TimeUnit, zoned bool, side int) (any, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return readTimestamp(v, unit)
+	}
+	day, dateOnly, ok := parseTimestamp(strings.TrimSpace(s))
+	if !ok || !dateOnly {
+		return readTimestamp(v, unit)
+	}
+	const anyZone = 14 * time.Hour
+	switch {
+	case side == 0 && zoned:
+		return day.Add(-anyZone), true
+	case side == 1 && zoned:
+		return day.Add(24*time.Hour + anyZone - time.Nanosecond), true
+	case side == 1:
+		return day.Add(24*time.Hour - time.Nanosecond), true
+	}
+	return day, true
 }
 
 // readTimestamp reads a timestamp: an integer in the column's unit since
@@ -260,6 +317,9 @@ func readTimestamp(v any, unit arrow.TimeUnit) (any, bool) {
 		return arrow.Timestamp(n.(int64)).ToTime(unit), true
 	case string:
 		s := strings.TrimSpace(v)
+		if t, _, ok := parseTimestamp(s); ok {
+			return t, true
+		}
 		for _, layout := range timestampLayouts {
 			if t, err := time.Parse(layout, s); err == nil {
 				return t, true
@@ -267,4 +327,80 @@ func readTimestamp(v any, unit arrow.TimeUnit) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// parseTimestamp reads the texts DuckDB and the catalog write, a date
+// YYYY-MM-DD, then optionally a space or T, HH:MM:SS, up to nine
+// fractional digits, and Z or an offset ±HH or ±HH:MM (none is UTC), as
+// time.Parse with timestampLayouts would; dateOnly tells a date alone.
+// It is the layouts' common case without their trials, each of which
+// allocates its error when it fails: a pruned catalog reads two bounds a
+// chunk for every filter. false for any other text (time.Parse may still
+// read it).
+func parseTimestamp(s string) (t time.Time, dateOnly, ok bool) {
+	num := func(i, n int) (int, bool) { // the n digits at s[i:]
+		if i+n > len(s) {
+			return 0, false
+		}
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 2)
+	d, ok3 := num(8, 2)
+	if !ok1 || !ok2 || !ok3 || s[4] != '-' || s[7] != '-' || mo < 1 || mo > 12 || d < 1 ||
+		d > time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day() {
+		return time.Time{}, false, false
+	}
+	if len(s) == 10 {
+		return time.Date(y, time.Month(mo), d, 0, 0, 0, 0, time.UTC), true, true
+	}
+	h, ok1 := num(11, 2)
+	mi, ok2 := num(14, 2)
+	sec, ok3 := num(17, 2)
+	if !ok1 || !ok2 || !ok3 || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':' || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false, false
+	}
+	i, ns := 19, 0
+	if i < len(s) && s[i] == '.' {
+		i++
+		digits := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			if digits++; digits > 9 {
+				return time.Time{}, false, false
+			}
+			ns = ns*10 + int(s[i]-'0')
+		}
+		if digits == 0 {
+			return time.Time{}, false, false
+		}
+		for ; digits < 9; digits++ {
+			ns *= 10
+		}
+	}
+	var offset int // seconds east of UTC
+	switch rest := s[i:]; {
+	case rest == "" || rest == "Z":
+	case (rest[0] == '+' || rest[0] == '-') && (len(rest) == 3 || len(rest) == 6 && rest[3] == ':'):
+		oh, ok1 := num(i+1, 2)
+		om, ok2 := 0, true
+		if len(rest) == 6 {
+			om, ok2 = num(i+4, 2)
+		}
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return time.Time{}, false, false
+		}
+		if offset = oh*3600 + om*60; rest[0] == '-' {
+			offset = -offset
+		}
+	default:
+		return time.Time{}, false, false
+	}
+	return time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC).Add(-time.Duration(offset) * time.Second), false, true
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/remote-segments/remote_segments/scanner/catalog"
@@ -113,6 +114,94 @@ func TestPruneByBoundsTypes(t *testing.T) {
 		p := boundsPlan(t, schema, rows())
 		if n, err := p.PruneByBounds(tc.col, tc.op, tc.values); err == nil || n != 0 || p.Chunks.Len() != 4 {
 			t.Errorf("%s %d %v: dropped %d, %v; want an error and nothing dropped", tc.col, tc.op, tc.values, n, err)
+		}
+	}
+}
+
+// Bounds as a Parquet catalog's DATE and TIMESTAMP columns give them (the
+// catalog's text): a date bounds a timestamp column's whole day (in any
+// time zone, for a column with one), a timestamp without an offset bounds
+// a date column's day, nanoseconds are kept.
+func TestPruneByBoundsDatesAndTimestamps(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
+		{Name: "tstz", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "ns", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32},
+	}, nil)
+	rows := func() []Row {
+		return []Row{{
+			"min_ts": "2024-01-31", "max_ts": "2024-01-31", "min_tstz": "2024-01-31", "max_tstz": "2024-01-31",
+			"min_ns": "2024-01-31 12:00:00.123456789", "max_ns": "2024-01-31 12:00:00.123456789",
+			"min_day": "2024-01-31 06:00:00", "max_day": "2024-01-31 18:00:00.5",
+		}, {
+			"min_day": "2024-01-31 06:00:00+00", "max_day": "2024-01-31 18:00:00+00", // a day that depends on the zone: no bound
+		}}
+	}
+	for _, tc := range []struct {
+		col    string
+		op     Op
+		values []string
+		kept   []int
+	}{
+		{"ts", OpGreater, []string{"2024-01-31 23:59:59.999999"}, []int{0, 1}},
+		{"ts", OpGreaterEqual, []string{"2024-02-01 00:00:00"}, []int{1}},
+		{"ts", OpLess, []string{"2024-01-31 00:00:00"}, []int{1}},
+		{"tstz", OpLess, []string{"2024-01-30 20:00:00+00"}, []int{0, 1}}, // 2024-01-31 in +14:00
+		{"tstz", OpLess, []string{"2024-01-30 09:59:59+00"}, []int{1}},
+		{"tstz", OpGreater, []string{"2024-02-01 13:00:00+00"}, []int{0, 1}}, // 2024-01-31 in -14:00
+		{"tstz", OpGreaterEqual, []string{"2024-02-01 14:00:00+00"}, []int{1}},
+		{"ns", OpEqual, []string{"2024-01-31 12:00:00.123456789"}, []int{0, 1}},
+		{"ns", OpGreater, []string{"2024-01-31 12:00:00.123456788"}, []int{0, 1}},
+		{"ns", OpGreater, []string{"2024-01-31 12:00:00.123456789"}, []int{1}},
+		{"day", OpEqual, []string{"2024-01-31"}, []int{0, 1}},
+		{"day", OpGreater, []string{"2024-01-31"}, []int{1}},
+		{"day", OpLess, []string{"2024-01-31"}, []int{1}},
+	} {
+		t.Run(fmt.Sprintf("%s %d %v", tc.col, tc.op, tc.values), func(t *testing.T) {
+			p := boundsPlan(t, schema, rows())
+			if _, err := p.PruneByBounds(tc.col, tc.op, tc.values); err != nil {
+				t.Fatal(err)
+			}
+			if got := keptRows(p); !slices.Equal(got, tc.kept) {
+				t.Errorf("kept %v, want %v", got, tc.kept)
+			}
+		})
+	}
+}
+
+// parseTimestamp reads what time.Parse with timestampLayouts reads, to the
+// nanosecond, or leaves the text to it; the texts a catalog's reader and
+// DuckDB write take no trial of layouts (no allocation beyond the bound's
+// own box).
+func TestParseTimestamp(t *testing.T) {
+	for _, s := range []string{
+		"2024-01-31", "2024-02-29", "2023-02-29", "2024-13-01", "2024-00-10", "2024-04-31", "0001-01-01", "9999-12-31",
+		"2024-01-31 12:00:00", "2024-01-31T12:00:00", "2024-01-31 23:59:59.999999999", "2024-01-31 12:00:00.5+00",
+		"2024-01-31 12:00:00+05:30", "2024-01-31 12:00:00-08", "2024-01-31T12:00:00Z", "2024-01-31T12:00:00.123-03:00",
+		"2024-01-31 24:00:00", "2024-01-31 12:60:00", "2024-01-31 12:00:60", "2024-01-31 12:00:00.", "2024-01-31 12:00:00.1234567891",
+		"2024-01-31 12:00:00+1", "2024-01-31 12:00:00+0100", "2024-01-31 12:00", "2024-1-31", "infinity", "", "2024-01-31x",
+		"2024-01-31 12:00:00 UTC", "+2024-01-31",
+	} {
+		var want time.Time
+		wantOK := false
+		for _, layout := range timestampLayouts {
+			if tm, err := time.Parse(layout, s); err == nil {
+				want, wantOK = tm, true
+				break
+			}
+		}
+		got, dateOnly, ok := parseTimestamp(s)
+		if ok && (!wantOK || !got.Equal(want) || dateOnly != (len(s) == 10)) {
+			t.Errorf("%q: %v (date alone %v), time.Parse %v %v", s, got, dateOnly, want, wantOK)
+		}
+		if v, ok := readTimestamp(s, arrow.Microsecond); ok != wantOK || ok && !v.(time.Time).Equal(want) {
+			t.Errorf("readTimestamp(%q) = %v %v, want %v %v", s, v, ok, want, wantOK)
+		}
+	}
+	for _, s := range []string{"2024-01-31", "2024-01-31 12:00:00", "2024-01-31 12:00:00.123456789", "2024-01-31 12:00:00.5+00"} {
+		if n := testing.AllocsPerRun(100, func() { readTimestamp(s, arrow.Nanosecond) }); n > 1 {
+			t.Errorf("readTimestamp(%q): %.0f allocations, want at most the box of its value", s, n)
 		}
 	}
 }

@@ -25,7 +25,8 @@ type Chunk struct {
 
 // Bounds holds, for columns of a chunk, the values of the catalog's fields
 // min_<col> and max_<col> as the catalog gave them (string, int64, uint64
-// or float64).
+// or float64; a Parquet DATE or TIMESTAMP as its text, see
+// parquet.Value.Text).
 type Bounds struct {
 	byColumn map[string][2]any
 }

@@ -228,15 +228,21 @@ func (c *cell) any() any {
 	return c.v.Any()
 }
 
-// textField is c as text (an integer in decimal), or def if it is NULL.
-// The text may be a view of the catalog's bytes: the caller copies what
-// it keeps.
+// textField is c as text (an integer in decimal, a Parquet date or
+// timestamp as DuckDB writes it), or def if it is NULL. The text may be a
+// view of the catalog's bytes: the caller copies what it keeps.
 func textField(c *cell, name, def string) (string, error) {
 	switch v := c.v; v.Kind {
 	case parquet.KindNull:
 		return def, nil
 	case parquet.KindString:
 		return v.Str, nil
+	case parquet.KindDate, parquet.KindTimestamp:
+		s, err := v.Text()
+		if err != nil {
+			return "", fmt.Errorf("%q is a %v", name, err)
+		}
+		return s, nil
 	case parquet.KindInt:
 		return strconv.FormatInt(v.Int, 10), nil
 	case parquet.KindUint:
@@ -275,6 +281,8 @@ func intField(c *cell, name string, def int64) (int64, error) {
 		if n, err = strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64); err != nil {
 			return 0, fmt.Errorf("%q is %q, not an integer", name, v.Str)
 		}
+	case parquet.KindDate, parquet.KindTimestamp:
+		return 0, fmt.Errorf("%q is %s %v, not an integer", name, map[parquet.Kind]string{parquet.KindDate: "DATE", parquet.KindTimestamp: "TIMESTAMP"}[v.Kind], c.any())
 	default:
 		return 0, fmt.Errorf("%q is %T, not an integer", name, c.any())
 	}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet"
@@ -30,10 +31,22 @@ func parquetRows(data []byte, b *listBuilder) error {
 			for k, c := range cols {
 				if bounds[k].side >= 0 {
 					if v := c.Values[i]; v.Kind != parquet.KindNull {
-						if v.Kind == parquet.KindString {
-							v.Str = strings.Clone(v.Str) // a view of the row group's bytes
+						var bound any
+						switch v.Kind {
+						case parquet.KindString:
+							bound = strings.Clone(v.Str) // a view of the row group's bytes
+						case parquet.KindDate, parquet.KindTimestamp:
+							// As text, which says what a number would
+							// not: its unit, and whether it is UTC.
+							text, err := v.Text()
+							if err != nil {
+								return &Error{Row: b.rows, Err: fmt.Errorf("%w: %q is a %v", ErrMalformed, c.Name, err)}
+							}
+							bound = text
+						default:
+							bound = v.Any()
 						}
-						row.bounds = append(row.bounds, boundCell{col: bounds[k].col, side: bounds[k].side, v: v.Any()})
+						row.bounds = append(row.bounds, boundCell{col: bounds[k].col, side: bounds[k].side, v: bound})
 					}
 					continue
 				}

@@ -56,9 +56,10 @@ func TestParquetDuckDBErrors(t *testing.T) {
 		{"brotli", "SELECT 'a.arrow' AS url", "COMPRESSION brotli", "compression codec BROTLI is not supported"},
 		{"nested url", "SELECT ['a.arrow'] AS url", "", `column "url" is nested or repeated`},
 		{"struct length", "SELECT 'a.arrow' AS url, {'x': 1} AS length", "", `column "length" is nested or repeated`},
-		{"date offset", "SELECT 'a.arrow' AS url, DATE '2020-01-01' AS \"offset\"", "", `column "offset" is DATE (INT32)`},
+		{"date offset", "SELECT 'a.arrow' AS url, DATE '2020-01-01' AS \"offset\"", "", `row 0: bad catalog: "offset" is DATE 2020-01-01, not an integer`},
 		{"bool url", "SELECT true AS url", "", `column "url" is BOOLEAN`},
-		{"timestamp length", "SELECT 'a.arrow' AS url, TIMESTAMP '2020-01-01' AS length", "", `column "length" is TIMESTAMP (INT64)`},
+		{"timestamp length", "SELECT 'a.arrow' AS url, TIMESTAMP '2020-01-01' AS length", "", `row 0: bad catalog: "length" is TIMESTAMP 2020-01-01 00:00:00, not an integer`},
+		{"time length", "SELECT 'a.arrow' AS url, TIME '12:00:00' AS length", "", `column "length" is TIME (INT64)`},
 		{"decimal", "SELECT 'a.arrow' AS url, 1.5::DECIMAL(10,2) AS num_rows", "", `column "num_rows" is DECIMAL (INT64)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -102,6 +102,8 @@ type pqSchemaElem struct {
 	logical                                             int16 // LogicalType union field id, 0 if absent
 	intWidth                                            int8  // for the INTEGER logical type
 	intSigned                                           bool
+	timeUnit                                            TimeUnit // for the TIMESTAMP logical type; 0 if none
+	timeUTC                                             bool     // for the TIMESTAMP logical type: isAdjustedToUTC
 }
 
 type pqColumnMeta struct {
@@ -186,26 +188,50 @@ func readSchemaElem(t *thrift) pqSchemaElem {
 				if e.logical == 0 {
 					e.logical = lid
 				}
-				if lid != 10 || ltyp != tStruct {
+				switch {
+				case lid == ltInteger && ltyp == tStruct:
+					t.fields(func(iid int16, ityp byte) {
+						switch iid {
+						case 1:
+							e.intWidth = int8(t.fieldI32(ityp, "bitWidth"))
+						case 2:
+							e.intSigned = t.fieldBool(ityp, "isSigned")
+						default:
+							t.skip(ityp)
+						}
+					})
+				case lid == ltTimestamp && ltyp == tStruct:
+					readTimestampType(t, &e)
+				default:
 					t.skip(ltyp)
-					return
 				}
-				t.fields(func(iid int16, ityp byte) {
-					switch iid {
-					case 1:
-						e.intWidth = int8(t.fieldI32(ityp, "bitWidth"))
-					case 2:
-						e.intSigned = t.fieldBool(ityp, "isSigned")
-					default:
-						t.skip(ityp)
-					}
-				})
 			})
 		default:
 			t.skip(typ)
 		}
 	})
 	return e
+}
+
+// readTimestampType reads a TimestampType struct: isAdjustedToUTC (1) and
+// the unit (2), a union of empty structs MILLIS (1), MICROS (2), NANOS (3).
+// An absent or unknown unit leaves timeUnit 0: the column is unsupported.
+func readTimestampType(t *thrift, e *pqSchemaElem) {
+	t.fields(func(id int16, typ byte) {
+		switch {
+		case id == 1:
+			e.timeUTC = t.fieldBool(typ, "isAdjustedToUTC")
+		case id == 2 && typ == tStruct:
+			t.fields(func(uid int16, utyp byte) {
+				if uid >= 1 && uid <= 3 && e.timeUnit == 0 {
+					e.timeUnit = [...]TimeUnit{1: Millis, 2: Micros, 3: Nanos}[uid]
+				}
+				t.skip(utyp)
+			})
+		default:
+			t.skip(typ)
+		}
+	})
 }
 
 func readRowGroup(t *thrift) pqRowGroup {

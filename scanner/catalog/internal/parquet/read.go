@@ -55,7 +55,8 @@ type pqReader struct {
 var ErrTooManyRows = errors.New("too many rows")
 
 // Read decodes the flat columns want accepts into rows: column name to
-// value (string, int64, uint64, float64; a NULL is no entry). See
+// value (string, int64, uint64, float64, a date or timestamp as its
+// text; a NULL is no entry). See
 // ReadGroups for the columns, the limits and the errors.
 func Read(data []byte, want func(column string) bool, strict bool, maxRows int) ([]map[string]any, error) {
 	var rows []map[string]any
@@ -160,7 +161,7 @@ func readGroups(data []byte, want func(string) bool, strict bool, maxRows int, f
 		}
 		conv := converterOf(leaf.elem)
 		if conv.kind == kindUnsupported && strict {
-			return fmt.Errorf("column %q is %s: a catalog column is a string, an integer or a float", leaf.top, conv.what)
+			return fmt.Errorf("column %q is %s: a catalog column is a string, an integer, a float, a date or a timestamp", leaf.top, conv.what)
 		}
 		picked = append(picked, wanted{c, leaf, conv})
 	}
