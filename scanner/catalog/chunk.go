@@ -28,7 +28,16 @@ type Chunk struct {
 // or float64; a Parquet DATE or TIMESTAMP as its text, see
 // parquet.Value.Text).
 type Bounds struct {
-	byColumn map[string][2]any
+	// A slice, not a map: a catalog bounds a few columns, and a chunk of
+	// a million holds its own (a map of one column took several times
+	// the chunk's other bytes).
+	cols []columnBounds
+}
+
+// columnBounds is one column's min and max (nil: not given).
+type columnBounds struct {
+	col string
+	v   [2]any
 }
 
 // Of returns column col's bounds: nil for one the catalog does not give
@@ -37,8 +46,25 @@ func (b *Bounds) Of(col string) (min, max any) {
 	if b == nil {
 		return nil, nil
 	}
-	v := b.byColumn[col]
-	return v[0], v[1]
+	for _, c := range b.cols {
+		if c.col == col {
+			return c.v[0], c.v[1]
+		}
+	}
+	return nil, nil
+}
+
+// set sets side (0: min, 1: max) of column col's bounds to v.
+func (b *Bounds) set(col string, side int, v any) {
+	for i := range b.cols {
+		if b.cols[i].col == col {
+			b.cols[i].v[side] = v
+			return
+		}
+	}
+	c := columnBounds{col: col}
+	c.v[side] = v
+	b.cols = append(b.cols, c)
 }
 
 // The prefixes of a catalog field that gives a bound of a chunk column.

@@ -37,7 +37,7 @@ type List struct {
 // version or bounds.
 type extra struct {
 	version string
-	bounds  *Bounds
+	bounds  Bounds // no columns: none
 }
 
 // setExtra gives chunk i (the last, or one past it) x; capacity is the
@@ -141,7 +141,10 @@ func (l *List) At(i int) Chunk {
 	}
 	if l.extras != nil {
 		if x := l.extras[i]; x != nil {
-			c.Version, c.Bounds = x.version, x.bounds
+			c.Version = x.version
+			if len(x.bounds.cols) > 0 {
+				c.Bounds = &x.bounds // read only, as every chunk's is
+			}
 		}
 	}
 	return c

@@ -186,13 +186,11 @@ func (b *listBuilder) addRow(cs *cells, row int) error {
 	}
 	if version != "" || len(cs.bounds) > 0 {
 		e.extra = &extra{version: strings.Clone(version)}
+		if len(cs.bounds) > 0 {
+			e.extra.bounds.cols = make([]columnBounds, 0, (len(cs.bounds)+1)/2)
+		}
 		for _, bc := range cs.bounds {
-			if e.extra.bounds == nil {
-				e.extra.bounds = &Bounds{byColumn: map[string][2]any{}}
-			}
-			v := e.extra.bounds.byColumn[bc.col]
-			v[bc.side] = bc.v
-			e.extra.bounds.byColumn[bc.col] = v
+			e.extra.bounds.set(bc.col, bc.side, bc.v)
 		}
 	}
 	if len(l.text) > math.MaxUint32 {

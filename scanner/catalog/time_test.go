@@ -122,9 +122,9 @@ func retained(t *testing.T, data []byte, rows int) (held, allocated float64) {
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(rows), float64(after.TotalAlloc-before.TotalAlloc) / float64(rows)
 }
 
-// TestTimeBoundsMemory: TIMESTAMP min_/max_ columns, held as text, cost a
-// chunk little more than the same bounds as integers (whose map and boxed
-// values are most of a bounded chunk's bytes).
+// TestTimeBoundsMemory: a chunk's min_/max_ bounds cost it little (as
+// integers, a pair in a slice and two boxed values), and TIMESTAMP ones,
+// held as text, little more than the same bounds as integers.
 func TestTimeBoundsMemory(t *testing.T) {
 	const rows = 200_000
 	ints := timeBoundsCatalog(t, rows, false)
@@ -132,6 +132,11 @@ func TestTimeBoundsMemory(t *testing.T) {
 	heldInts, allocInts := retained(t, ints, rows)
 	heldTimes, allocTimes := retained(t, times, rows)
 	t.Logf("a chunk: integer bounds %.0f bytes held (%.0f allocated), timestamp bounds %.0f held (%.0f allocated)", heldInts, allocInts, heldTimes, allocTimes)
+	// Two bounds a chunk, as integers: a slice of one column's pair and
+	// two boxed values (a map per chunk held several times that).
+	if heldInts > 128 {
+		t.Errorf("integer bounds: %.0f bytes held a chunk, want at most 128", heldInts)
+	}
 	if heldTimes > heldInts+112 || allocTimes > allocInts+144 {
 		t.Errorf("timestamp bounds: %.0f bytes held a chunk (%.0f allocated), integer bounds %.0f (%.0f): more than 112 (144) bytes more",
 			heldTimes, allocTimes, heldInts, allocInts)
