@@ -32,7 +32,9 @@ func TestVersionRequestsQueued(t *testing.T) {
 	s := newScheduler(t, iosched.Options{Parallelism: 1, CoalesceGap: -1, NoHedge: true})
 	ctx := context.Background()
 	first := s.Submit(ctx, []iosched.Request{{Store: ms, Name: "a", Length: 1, Priority: iosched.Priority{Query: 1, Seq: 0}}})
-	if !eventually(5*time.Second, func() bool { return s.Stats().InFlight == 1 }) {
+	// In flight, and its GET started: a slot is taken before its worker
+	// reaches the store.
+	if !eventually(5*time.Second, func() bool { _, _, gets := ms.snapshot(); return s.Stats().InFlight == 1 && gets == 1 }) {
 		t.Fatalf("%d GETs in flight, want the first one", s.Stats().InFlight)
 	}
 	var got string
