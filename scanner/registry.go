@@ -51,14 +51,18 @@ func (r *registry) register(s *Scan) {
 	r.running[s.id] = s
 }
 
+// finish moves s (closed) from the running scans to the finished ones.
 func (r *registry) finish(s *Scan) {
+	// The row is taken before the registry's lock, as Scans takes running
+	// scans' rows after it: the scan's own locks are never held under it.
+	f := finishedScan{info: s.info(), budget: s.budget}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.running[s.id]; !ok {
 		return
 	}
 	delete(r.running, s.id)
-	r.finished = append(r.finished, finishedScan{info: s.info(), budget: s.budget})
+	r.finished = append(r.finished, f)
 	if len(r.finished) > keepFinished {
 		r.finished = slices.Delete(r.finished, 0, len(r.finished)-keepFinished)
 	}
