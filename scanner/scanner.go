@@ -149,6 +149,7 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	}
 	if chunks.Len() == 0 || chunks.Row(0) != 0 {
 		p.first = nil // the first chunk is not read: do not pin its bytes
+		p.firstPlain = false
 	}
 	return p, nil
 }
@@ -194,6 +195,9 @@ func (p *Plan) Select(keep func(c *Chunk) bool) int {
 		p.firstMu.Lock()
 		p.first = nil // the first chunk is not read: do not pin its bytes
 		p.firstMu.Unlock()
+		// What bind saw of it says nothing of the chunk a scan starts
+		// with now: that one is probed.
+		p.firstPlain = false
 	}
 	p.dropPrefetch(kept.HasRow)
 	p.Chunks = kept
