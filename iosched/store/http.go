@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -145,13 +144,7 @@ func (s *httpStore) fail(op, name, rng string, status int, code string, err erro
 
 // statusErr maps an unsuccessful response to a sentinel and closes its body.
 func (s *httpStore) statusErr(op, name, rng string, resp *http.Response) error {
-	var code string
-	if op != "HEAD" {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if m := s3Code.FindSubmatch(b); m != nil {
-			code = string(m[1])
-		}
-	}
+	code, _ := s3ErrorBody(op, resp)
 	resp.Body.Close()
 	err := &RequestError{Op: op, URL: s.URL(name), Range: rng, Status: resp.StatusCode, Code: code,
 		Err: statusSentinel(resp.StatusCode, resp.Status)}
@@ -160,8 +153,6 @@ func (s *httpStore) statusErr(op, name, rng string, resp *http.Response) error {
 	}
 	return err
 }
-
-var s3Code = regexp.MustCompile(`<Code>([^<]{1,64})</Code>`)
 
 func statusSentinel(status int, text string) error {
 	switch status {
@@ -205,41 +196,48 @@ func (s *httpStore) GetRangeVersion(ctx context.Context, name string, off, lengt
 	if err != nil {
 		return nil, "", s.fail("GET", name, rng, 0, "", unwrapURLError(err))
 	}
-	if resp.StatusCode/100 == 2 {
-		if err := encodingErr(resp.Header.Get("Content-Encoding")); err != nil {
-			resp.Body.Close()
-			return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", err)
-		}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		return nil, "", s.statusErr("GET", name, rng, resp)
 	}
-	switch resp.StatusCode {
-	case http.StatusPartialContent:
-		version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), contentRangeTotal(resp.Header.Get("Content-Range")))
-		if length >= 0 && resp.ContentLength >= 0 && resp.ContentLength < length {
-			if total := contentRangeTotal(resp.Header.Get("Content-Range")); total >= 0 && off+length > total {
-				resp.Body.Close()
-				return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(total))
-			}
+	return rangeBody(resp, off, length, func(err error) error {
+		return s.fail("GET", name, rng, resp.StatusCode, "", err)
+	})
+}
+
+// rangeBody is the body and version of a 206 or 200 answer to a GET of
+// length bytes at off (length < 0: to the end), or fail's error (its body
+// closed): an encoded body, a 200 (the whole object) to a read from off >
+// 0, or fewer bytes than asked where the object has more.
+func rangeBody(resp *http.Response, off, length int64, fail func(error) error) (io.ReadCloser, string, error) {
+	if err := encodingErr(resp.Header.Get("Content-Encoding")); err != nil {
+		resp.Body.Close()
+		return nil, "", fail(err)
+	}
+	if resp.StatusCode == http.StatusPartialContent {
+		total := contentRangeTotal(resp.Header.Get("Content-Range"))
+		version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), total)
+		if length >= 0 && resp.ContentLength >= 0 && resp.ContentLength < length && total >= 0 && off+length > total {
+			resp.Body.Close()
+			return nil, "", fail(rangeErr(total))
 		}
 		return withLenHint(resp.Body, resp.ContentLength, length), version, nil
-	case http.StatusOK:
-		version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength)
-		if off > 0 {
-			resp.Body.Close()
-			return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
-		}
-		if length < 0 {
-			return withLenHint(resp.Body, resp.ContentLength, length), version, nil
-		}
-		if resp.ContentLength >= 0 && resp.ContentLength < length {
-			resp.Body.Close()
-			return nil, "", s.fail("GET", name, rng, resp.StatusCode, "", rangeErr(resp.ContentLength))
-		}
-		return struct {
-			io.Reader
-			io.Closer
-		}{io.LimitReader(resp.Body, length), resp.Body}, version, nil
 	}
-	return nil, "", s.statusErr("GET", name, rng, resp)
+	version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength)
+	if off > 0 {
+		resp.Body.Close()
+		return nil, "", fail(fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
+	}
+	if length < 0 {
+		return withLenHint(resp.Body, resp.ContentLength, length), version, nil
+	}
+	if resp.ContentLength >= 0 && resp.ContentLength < length {
+		resp.Body.Close()
+		return nil, "", fail(rangeErr(resp.ContentLength))
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(resp.Body, length), resp.Body}, version, nil
 }
 
 // contentRangeTotal returns the total of "bytes a-b/total", or -1.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -21,12 +22,19 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// s3Store reads one S3 endpoint with one set of credentials through
-// aws-sdk-go-v2. Names are "bucket/key". SDK retries are off: the scheduler
-// above retries, hedges and backs off, and two retry loops would multiply.
+// s3Store reads one S3 endpoint with one set of credentials: GETs and
+// HEADs signed here (s3req.go), listings through aws-sdk-go-v2. Names are
+// "bucket/key". There are no retries here but a listing's (nextPage): the
+// scheduler above retries, hedges and backs off, and two retry loops would
+// multiply.
 type s3Store struct {
-	client *s3.Client
+	client *s3.Client // listings
+	http   *http.Client
 	tr     *http.Transport
+	target s3Target
+	creds  aws.CredentialsProvider
+	signer *v4.Signer
+	region string
 }
 
 var (
@@ -214,7 +222,17 @@ func newS3Store(opts Options) (*s3Store, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
-	cfg.HTTPClient = &http.Client{Transport: tr, CheckRedirect: s3Redirect}
+	// The region names the host of an AWS endpoint: one from the
+	// environment or a profile is checked as one from the options is.
+	if err := checkRegion(cfg.Region); err != nil {
+		return nil, err
+	}
+	target, err := newS3Target(endpoint, style, cfg.Region)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: tr, CheckRedirect: s3Redirect}
+	cfg.HTTPClient = hc
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	cfg.RetryMaxAttempts = 1
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
@@ -228,7 +246,8 @@ func newS3Store(opts Options) (*s3Store, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return &s3Store{client: client, tr: tr}, nil
+	return &s3Store{client: client, http: hc, tr: tr, target: target,
+		creds: credentialsOf(cfg), signer: v4.NewSigner(), region: cfg.Region}, nil
 }
 
 func (*s3Store) URL(name string) string { return "s3://" + name }
@@ -297,90 +316,55 @@ func (s *s3Store) GetRangeVersion(ctx context.Context, name string, off, length 
 	if err := checkRange(off, length); err != nil {
 		return nil, "", s.fail("GET", name, rng, err)
 	}
-	bucket, key, err := splitBucket(name)
+	sent := rng
+	if off == 0 && length < 0 {
+		sent = "" // the whole object: no Range header
+	}
+	resp, err := s.do(ctx, http.MethodGet, name, sent)
 	if err != nil {
-		return nil, "", s.fail("GET", name, rng, err)
+		return nil, "", err
 	}
-	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
-	if off > 0 || length >= 0 {
-		in.Range = aws.String(rng)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		return nil, "", s.statusErr("GET", name, rng, resp)
 	}
-	out, err := s.client.GetObject(ctx, in)
-	if err != nil {
-		return nil, "", s.fail("GET", name, rng, err)
-	}
-	modified := ""
-	if out.LastModified != nil {
-		modified = out.LastModified.UTC().Format(time.RFC3339Nano)
-	}
-	total := aws.ToInt64(out.ContentLength)
-	if out.ContentRange != nil {
-		total = contentRangeTotal(aws.ToString(out.ContentRange))
-	}
-	version := objectVersion(aws.ToString(out.ETag), modified, total)
-	if err := encodingErr(aws.ToString(out.ContentEncoding)); err != nil {
-		out.Body.Close()
-		return nil, "", s.fail("GET", name, rng, err)
-	}
-	if in.Range != nil && out.ContentRange == nil {
-		// 200 and the whole object instead of 206: usable from offset 0
-		// only (as over HTTP).
-		if off > 0 {
-			out.Body.Close()
-			return nil, "", s.fail("GET", name, rng, fmt.Errorf("%w: the server ignored the Range header", ErrUnsupported))
-		}
-		if length >= 0 {
-			if out.ContentLength != nil && *out.ContentLength < length {
-				out.Body.Close()
-				return nil, "", s.fail("GET", name, rng, rangeErr(*out.ContentLength))
-			}
-			return struct {
-				io.Reader
-				io.Closer
-			}{io.LimitReader(out.Body, length), out.Body}, version, nil
-		}
-		return withLenHint(out.Body, aws.ToInt64(out.ContentLength), length), version, nil
-	}
-	if length >= 0 && out.ContentLength != nil && *out.ContentLength < length {
-		if total := contentRangeTotal(aws.ToString(out.ContentRange)); total >= 0 && off+length > total {
-			out.Body.Close()
-			return nil, "", s.fail("GET", name, rng, rangeErr(total))
-		}
-	}
-	if out.ContentLength == nil {
-		return out.Body, version, nil
-	}
-	return withLenHint(out.Body, *out.ContentLength, length), version, nil
+	return rangeBody(resp, off, length, func(err error) error {
+		return &RequestError{Op: "GET", URL: s.URL(name), Range: rng, Status: resp.StatusCode, Err: err}
+	})
 }
 
 func (s *s3Store) Size(ctx context.Context, name string) (int64, error) {
-	bucket, key, err := splitBucket(name)
+	resp, err := s.head(ctx, name)
 	if err != nil {
-		return 0, s.fail("HEAD", name, "", err)
+		return 0, err
 	}
-	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		return 0, s.fail("HEAD", name, "", err)
-	}
-	return aws.ToInt64(out.ContentLength), nil
+	return resp.ContentLength, nil
 }
 
-// Version asks for the object's headers (HeadObject) and returns its ETag,
-// else its Last-Modified time and size (see Versioner).
+// Version asks for the object's headers (HEAD) and returns its ETag, else
+// its Last-Modified time and size (see Versioner).
 func (s *s3Store) Version(ctx context.Context, name string) (string, error) {
-	bucket, key, err := splitBucket(name)
+	resp, err := s.head(ctx, name)
 	if err != nil {
-		return "", s.fail("HEAD", name, "", err)
+		return "", err
 	}
-	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	return objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength), nil
+}
+
+// head sends HEAD for name and returns its answer (its body closed), or
+// the error of any answer but 200 or one without a length.
+func (s *s3Store) head(ctx context.Context, name string) (*http.Response, error) {
+	resp, err := s.do(ctx, http.MethodHead, name, "")
 	if err != nil {
-		return "", s.fail("HEAD", name, "", err)
+		return nil, err
 	}
-	modified := ""
-	if out.LastModified != nil {
-		modified = out.LastModified.UTC().Format(time.RFC3339Nano)
+	if resp.StatusCode != http.StatusOK {
+		return nil, s.statusErr("HEAD", name, "", resp)
 	}
-	return objectVersion(aws.ToString(out.ETag), modified, aws.ToInt64(out.ContentLength)), nil
+	resp.Body.Close()
+	if resp.ContentLength < 0 {
+		return nil, &RequestError{Op: "HEAD", URL: s.URL(name), Status: resp.StatusCode, Err: errors.New("the answer gives no Content-Length")}
+	}
+	return resp, nil
 }
 
 // List pages through ListObjectsV2 of the bucket named by prefix's first part.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -108,6 +109,64 @@ func TestS3Store(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "s3://bkt/a.bin") {
 			t.Fatalf("error %q leaks the secret or does not name the URL", err)
+		}
+	})
+
+	// Keys with every kind of byte a path escapes: the server checks the
+	// signature over the path as sent, so a key escaped one way and
+	// signed another is refused.
+	t.Run("OddKeys", func(t *testing.T) {
+		st, _ := open(t, "s3://bkt/", store.Options{
+			S3Endpoint: srv.Endpoint, S3Region: srv.Region,
+			S3AccessKeyID: srv.AccessKey, S3SecretAccessKey: srv.SecretKey,
+		})
+		defer st.Close()
+		ctx := context.Background()
+		for i, key := range []string{"odd/a b+c=d.bin", "odd/%25 100%.bin", "odd/é ü 日本.bin", "odd/q?x#y&z.bin",
+			"odd/!*'();:@$,[]{}^`|\\\".bin", "odd/~tilde_-.bin"} {
+			data := []byte(strings.Repeat(string(rune('a'+i)), 10+i))
+			if err := srv.PutObject(ctx, "bkt", key, data); err != nil {
+				t.Fatal(err)
+			}
+			name := "bkt/" + key
+			rc, err := st.GetRange(ctx, name, 1, 5)
+			if err != nil {
+				t.Fatalf("GET %q: %v", key, err)
+			}
+			got, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil || string(got) != string(data[1:6]) {
+				t.Fatalf("GET %q: %q, %v; want %q", key, got, err, data[1:6])
+			}
+			if n, err := st.Size(ctx, name); err != nil || n != int64(len(data)) {
+				t.Fatalf("HEAD %q: %d, %v; want %d", key, n, err, len(data))
+			}
+			if v, err := st.(store.Versioner).Version(ctx, name); err != nil || v == "" {
+				t.Fatalf("version of %q: %q, %v", key, v, err)
+			}
+		}
+	})
+
+	// No credentials in the options: the AWS chain's (here the
+	// environment's) sign the requests.
+	t.Run("ChainCredentials", func(t *testing.T) {
+		for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey,
+			"AWS_SESSION_TOKEN": "", "AWS_REGION": srv.Region, "AWS_EC2_METADATA_DISABLED": "true",
+			"AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_PROFILE": ""} {
+			t.Setenv(k, v)
+		}
+		st, name := open(t, "s3://bkt/a.bin", store.Options{S3Endpoint: srv.Endpoint})
+		defer st.Close()
+		rc, err := st.GetRange(context.Background(), name, 0, 10)
+		if err != nil {
+			t.Fatalf("GET signed with the environment's credentials: %v", err)
+		}
+		rc.Close()
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+		st2, _ := open(t, "s3://bkt/a.bin", store.Options{S3Endpoint: srv.Endpoint})
+		defer st2.Close()
+		if _, err := st2.Size(context.Background(), name); !errors.Is(err, store.ErrForbidden) {
+			t.Fatalf("HEAD signed with a wrong secret from the environment: %v, want forbidden", err)
 		}
 	})
 
