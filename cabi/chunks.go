@@ -45,8 +45,10 @@ func readShard(info C.duckdb_bind_info) (policy.Shard, error) {
 }
 
 // chunksColumns are the columns of remote_segments_chunks(). The first
-// seven are the catalog fields a LIST of STRUCT source accepts, so
-// list(c) of its rows is a catalog any worker can scan.
+// seven and the last (version) are the catalog fields a LIST of STRUCT
+// source accepts, so list(c) of its rows is a catalog any worker can scan,
+// with the cache keys the catalog vouched for. version comes last so that
+// the positions of the columns before it stay as they were.
 var chunksColumns = []arrow.Field{
 	{Name: "url", Type: arrow.BinaryTypes.String},
 	{Name: "segment_id", Type: arrow.BinaryTypes.String},
@@ -59,6 +61,7 @@ var chunksColumns = []arrow.Field{
 	{Name: "url_redacted", Type: arrow.FixedWidthTypes.Boolean},
 	{Name: "segment_hash", Type: arrow.PrimitiveTypes.Uint64},
 	{Name: "shard", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "version", Type: arrow.BinaryTypes.String, Nullable: true},
 }
 
 //export rsChunksBind
@@ -152,6 +155,11 @@ func chunksRecord(schema *arrow.Schema, chunks []scanner.Chunk, n uint64) arrow.
 		b.Field(8).(*array.BooleanBuilder).Append(u != c.URL)
 		b.Field(9).(*array.Uint64Builder).Append(h)
 		i64(10).Append(int64(h % n))
+		if c.Version == "" {
+			b.Field(11).AppendNull()
+		} else {
+			str(11).Append(c.Version)
+		}
 	}
 	return b.NewRecordBatch()
 }
