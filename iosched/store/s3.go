@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,18 +18,15 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	smithy "github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// s3Store reads one S3 endpoint with one set of credentials: GETs and
-// HEADs signed here (s3req.go), listings through aws-sdk-go-v2. Names are
+// s3Store reads one S3 endpoint with one set of credentials, the AWS SDK's
+// (static, or its default chain), with requests it signs and sends itself
+// (s3req.go) and listings it reads itself (s3list.go). Names are
 // "bucket/key". There are no retries here but a listing's (nextPage): the
 // scheduler above retries, hedges and backs off, and two retry loops would
 // multiply.
 type s3Store struct {
-	client *s3.Client // listings
 	http   *http.Client
 	tr     *http.Transport
 	target s3Target
@@ -198,7 +196,7 @@ func newS3Store(opts Options) (*s3Store, error) {
 		return nil, err
 	}
 
-	// The SDK's default pool keeps 10 idle connections per host and re-dials
+	// A default pool keeps a few idle connections per host and re-dials
 	// beyond that: size it to the IO parallelism.
 	tr := newTransport(opts.maxConns())
 
@@ -231,77 +229,15 @@ func newS3Store(opts Options) (*s3Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := &http.Client{Transport: tr, CheckRedirect: s3Redirect}
-	cfg.HTTPClient = hc
-	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
-	cfg.RetryMaxAttempts = 1
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-		o.UsePathStyle = style == "path"
-		// Checksums of whole objects do not cover ranges; validating them
-		// on ranged reads either fails or is skipped with a warning.
-		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		o.DisableLogOutputChecksumValidationSkipped = true
-	})
-	return &s3Store{client: client, http: hc, tr: tr, target: target,
+	return &s3Store{http: &http.Client{Transport: tr, CheckRedirect: s3Redirect}, tr: tr, target: target,
 		creds: credentialsOf(cfg), signer: v4.NewSigner(), region: cfg.Region}, nil
 }
 
 func (*s3Store) URL(name string) string { return "s3://" + name }
 
-// fail maps an SDK error to a *RequestError with a sentinel.
+// fail is the *RequestError of an op that failed before an answer.
 func (s *s3Store) fail(op, name, rng string, err error) error {
-	re := &RequestError{Op: op, URL: s.URL(name), Range: rng, Err: err}
-	var herr *smithyhttp.ResponseError
-	if errors.As(err, &herr) {
-		re.Status = herr.HTTPStatusCode()
-	}
-	var uerr *url.Error
-	if errors.As(err, &uerr) && errors.Is(uerr.Err, ErrUnsupported) {
-		re.Err = uerr.Err // checkRedirect refused a redirect
-		return re
-	}
-	var msg string
-	var aerr smithy.APIError
-	if errors.As(err, &aerr) {
-		re.Code = aerr.ErrorCode()
-		msg = aerr.ErrorMessage()
-	}
-	switch {
-	case re.Code == "NoSuchKey" || re.Code == "NoSuchBucket" || re.Code == "NotFound" || re.Status == 404:
-		re.Err = ErrNotFound
-	case re.Code == "AccessDenied" || re.Code == "InvalidAccessKeyId" || re.Code == "SignatureDoesNotMatch" ||
-		re.Status == 401 || re.Status == 403:
-		re.Err = ErrForbidden
-	case re.Code == "InvalidRange" || re.Status == 416:
-		re.Err = ErrOutOfRange
-	case re.Code == "SlowDown" || re.Status == 429 || re.Status == 503:
-		re.Err = fmt.Errorf("%w: HTTP %d", ErrThrottled, re.Status)
-		if herr != nil && herr.Response != nil {
-			re.RetryAfter = parseRetryAfter(herr.Response.Header.Get("Retry-After"), time.Now())
-		}
-	case re.Status >= 300 && re.Status < 400:
-		// A redirect the client did not follow (S3's 301 PermanentRedirect
-		// names another region or endpoint): say so, do not retry.
-		re.Err = fmt.Errorf("%w: HTTP %d, a redirect that was not followed (check s3_endpoint and s3_region)", ErrUnsupported, re.Status)
-	case re.Status != 0:
-		re.Err = fmt.Errorf("HTTP %d: %s", re.Status, msg)
-	default:
-		// A transport error: drop the SDK's wrappers (operation, "https
-		// response error StatusCode: 0, RequestID: ...", and *url.Error,
-		// which repeats the URL), keep the cause.
-		var oerr *smithy.OperationError
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			re.Err = uerr.Err
-		} else if errors.As(err, &oerr) {
-			re.Err = oerr.Err
-		}
-	}
-	return re
+	return &RequestError{Op: op, URL: s.URL(name), Range: rng, Err: err}
 }
 
 func (s *s3Store) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
@@ -381,36 +317,38 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 	if err != nil {
 		return keyList{}, s.fail("LIST", q.prefix, "", err)
 	}
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(keyPrefix)}
+	query := url.Values{"list-type": {"2"}, "prefix": {keyPrefix}}
 	if q.folders {
-		in.Delimiter = aws.String("/")
+		query.Set("delimiter", "/")
 	}
 	if after, ok := strings.CutPrefix(q.startAfter, bucket+"/"); ok && after != "" && !q.folders {
-		in.StartAfter = aws.String(after)
+		query.Set("start-after", after)
 	}
 	// Inside the range: after startAfter (objects), before end. ListObjectsV2
 	// returns keys in UTF-8 binary order, which is Go's string order, and
 	// names are the keys under one "bucket/".
 	before := func(name string) bool { return q.end == "" || name < q.end }
 	var l keyList
-	p := s3.NewListObjectsV2Paginator(s.client, in)
 	var token string
-	for p.HasMorePages() {
-		page, err := s.nextPage(ctx, p, q.prefix)
+	for {
+		if token != "" {
+			query.Set("continuation-token", token)
+		}
+		page, err := s.nextPage(ctx, bucket, query, q.prefix)
 		if err != nil {
 			return keyList{}, err
 		}
 		kept, past := 0, false
-		for _, o := range page.Contents {
-			name := bucket + "/" + aws.ToString(o.Key)
+		for _, o := range page.objects {
+			name := bucket + "/" + o.Name
 			if name > q.startAfter && before(name) {
-				l.objs = append(l.objs, ObjectInfo{Name: name, Size: aws.ToInt64(o.Size)})
+				l.objs = append(l.objs, ObjectInfo{Name: name, Size: o.Size})
 				kept++
 			}
 			past = past || (q.end != "" && name >= q.end)
 		}
-		for _, cp := range page.CommonPrefixes {
-			name := bucket + "/" + aws.ToString(cp.Prefix)
+		for _, cp := range page.prefixes {
+			name := bucket + "/" + cp
 			if before(name) {
 				l.folders = append(l.folders, name)
 			}
@@ -425,16 +363,18 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 			break // the rest of the listing lies past the range
 		}
 		if q.onePage {
-			l.more = aws.ToBool(page.IsTruncated)
+			l.more = page.truncated
 			break
 		}
-		next := aws.ToString(page.NextContinuationToken)
-		if aws.ToBool(page.IsTruncated) && (next == "" || next == token) {
-			// The paginator would stop at once (no token: a listing cut
-			// short) or ask for the same page for ever.
-			return keyList{}, s.fail("LIST", q.prefix, "", fmt.Errorf("a truncated page whose continuation token %q is empty or the last page's", next))
+		if !page.truncated {
+			break
 		}
-		token = next
+		if page.next == "" || page.next == token {
+			// No token: a listing cut short; the same token: the same
+			// page for ever.
+			return keyList{}, s.fail("LIST", q.prefix, "", fmt.Errorf("a truncated page whose continuation token %q is empty or the last page's", printable(page.next, 128)))
+		}
+		token = page.next
 	}
 	return l, nil
 }
@@ -449,21 +389,23 @@ const (
 	listMaxBackoff = 5 * time.Second
 )
 
-// nextPage asks p for its next page (failing with the LIST error naming
-// prefix), again after a throttled answer (429, 503) or a connection
-// broken before the answer was whole, up to listAttempts times, waiting
-// an exponential back-off with jitter, or the Retry-After the store asked
-// for if that is longer (capped at listMaxBackoff). A page asked again is
-// the same page: the paginator moves on only after a page it got.
-func (s *s3Store) nextPage(ctx context.Context, p *s3.ListObjectsV2Paginator, prefix string) (*s3.ListObjectsV2Output, error) {
+// maxListPage bounds the bytes of one listing page (a page of 1000 keys
+// of the longest kind S3 allows is about 1.5 MB).
+const maxListPage = 16 << 20
+
+// nextPage asks for the listing page of query in bucket (failing with the
+// LIST error naming prefix), again after a throttled answer (429, 503) or
+// a connection broken before the answer was whole, up to listAttempts
+// times, waiting an exponential back-off with jitter, or the Retry-After
+// the store asked for if that is longer (capped at listMaxBackoff).
+func (s *s3Store) nextPage(ctx context.Context, bucket string, query url.Values, prefix string) (s3Page, error) {
 	for attempt := 1; ; attempt++ {
-		page, err := p.NextPage(ctx)
+		page, err := s.listPage(ctx, bucket, query, prefix)
 		if err == nil {
 			return page, nil
 		}
-		err = s.fail("LIST", prefix, "", err)
 		if attempt == listAttempts || ctx.Err() != nil || !listRetryable(err) {
-			return nil, err
+			return s3Page{}, err
 		}
 		d := min(listBackoff<<(attempt-1), listMaxBackoff)
 		d = d/2 + rand.N(d/2+1)
@@ -475,9 +417,44 @@ func (s *s3Store) nextPage(ctx context.Context, p *s3.ListObjectsV2Paginator, pr
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return s3Page{}, err
 		}
 	}
+}
+
+// listPage sends one ListObjectsV2 request and reads its answer.
+func (s *s3Store) listPage(ctx context.Context, bucket string, query url.Values, prefix string) (s3Page, error) {
+	u := s.target.bucketURL(bucket)
+	u.RawQuery = query.Encode() // the signer puts it in canonical form
+	resp, err := s.send(ctx, http.MethodGet, "LIST", prefix, u, "")
+	if err != nil {
+		return s3Page{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return s3Page{}, s.statusErr("LIST", prefix, "", resp)
+	}
+	defer resp.Body.Close()
+	fail := func(err error) error {
+		return &RequestError{Op: "LIST", URL: s.URL(prefix), Status: resp.StatusCode, Err: err}
+	}
+	if err := encodingErr(resp.Header.Get("Content-Encoding")); err != nil {
+		return s3Page{}, fail(err)
+	}
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= maxListPage {
+		buf.Grow(int(n))
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxListPage+1)); err != nil {
+		return s3Page{}, fail(err)
+	}
+	if buf.Len() > maxListPage {
+		return s3Page{}, fail(fmt.Errorf("a listing page of more than %d bytes", maxListPage))
+	}
+	page, err := parseListPage(buf.Bytes())
+	if err != nil {
+		return s3Page{}, fail(fmt.Errorf("the listing page: %w", err))
+	}
+	return page, nil
 }
 
 // listRetryable reports whether a listing page that failed with err may

@@ -69,6 +69,17 @@ func (t s3Target) url(bucket, key string) *url.URL {
 	return u
 }
 
+// bucketURL returns the URL of bucket itself (where its listings are
+// asked), addressed as url addresses its objects.
+func (t s3Target) bucketURL(bucket string) *url.URL {
+	u := t.url(bucket, "")
+	if t.vhost && dnsBucket(bucket) {
+		return u // "/": the bucket is the host
+	}
+	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/"), strings.TrimSuffix(u.RawPath, "/")
+	return u
+}
+
 // dnsBucket reports whether bucket can be the first label of a host name:
 // 3 to 63 lowercase letters, digits and '-', starting and ending with a
 // letter or digit.
@@ -108,24 +119,31 @@ func escapeKey(key string) string {
 }
 
 // do sends a signed op (GET or HEAD) of the object name, with a Range
-// header unless rng is "", on the store's client; a redirect is followed
-// only to the URL signed (s3Redirect). Errors are *RequestError.
+// header unless rng is "". Errors are *RequestError.
 func (s *s3Store) do(ctx context.Context, op, name, rng string) (*http.Response, error) {
 	bucket, key, err := splitBucket(name)
 	if err != nil {
 		return nil, s.fail(op, name, rng, err)
 	}
+	return s.send(ctx, op, op, name, s.target.url(bucket, key), rng)
+}
+
+// send signs a request of method for u, with a Range header unless rng is
+// "", and sends it on the store's client, which follows a redirect only
+// to the URL signed (s3Redirect). Errors are *RequestError of op (GET,
+// HEAD, LIST) naming name.
+func (s *s3Store) send(ctx context.Context, method, op, name string, u *url.URL, rng string) (*http.Response, error) {
 	creds, err := s.creds.Retrieve(ctx)
 	if err != nil {
 		// The SDK's message names the provider that failed, never a secret.
 		return nil, &RequestError{Op: op, URL: s.URL(name), Range: rng, Err: fmt.Errorf("s3 credentials: %w", err)}
 	}
-	req, err := http.NewRequestWithContext(ctx, op, "", nil)
+	req, err := http.NewRequestWithContext(ctx, method, "", nil)
 	if err != nil {
 		return nil, s.fail(op, name, rng, err)
 	}
-	req.URL = s.target.url(bucket, key)
-	req.Host = req.URL.Host
+	req.URL = u
+	req.Host = u.Host
 	if rng != "" {
 		req.Header.Set("Range", rng)
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -205,5 +206,72 @@ func TestS3ErrorAnswers(t *testing.T) {
 		case n != 1:
 			t.Errorf("%s: %d requests, want 1", c.name, n)
 		}
+	}
+}
+
+// TestS3ListRequests: a listing's pages are signed GETs of the bucket
+// (its host under vhost style, its path else) with the ListObjectsV2
+// query, the continuation token of the page before; a page over
+// maxListPage bytes, or encoded on the way, fails the listing naming it.
+func TestS3ListRequests(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var mu sync.Mutex
+	var seen []*http.Request
+	huge := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Clone(context.Background()))
+		n, big := len(seen), huge
+		mu.Unlock()
+		if big {
+			io.WriteString(w, "<ListBucketResult>"+strings.Repeat(" ", maxListPage)+"</ListBucketResult>")
+			return
+		}
+		if n == 1 {
+			io.WriteString(w, `<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>tok+/=&amp;</NextContinuationToken><Contents><Key>ds/a b</Key><Size>5</Size></Contents></ListBucketResult>`)
+			return
+		}
+		io.WriteString(w, `<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>ds/c</Key><Size>6</Size></Contents></ListBucketResult>`)
+	}))
+	t.Cleanup(srv.Close)
+	for _, c := range []struct{ style, host, path string }{
+		{"vhost", "data.s3.example.test:9000", "/"},
+		{"path", "s3.example.test:9000", "/data"},
+	} {
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		st := s3At(t, srv, "http://s3.example.test:9000", c.style)
+		objs, err := st.List(context.Background(), "data/ds/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []ObjectInfo{{"data/ds/a b", 5}, {"data/ds/c", 6}}; !reflect.DeepEqual(objs, want) {
+			t.Fatalf("%s: %v, want %v", c.style, objs, want)
+		}
+		mu.Lock()
+		got := seen
+		mu.Unlock()
+		if len(got) != 2 {
+			t.Fatalf("%s: %d requests, want 2", c.style, len(got))
+		}
+		for i, r := range got {
+			q := r.URL.Query()
+			if r.Method != "GET" || r.Host != c.host || r.URL.Path != c.path || q.Get("list-type") != "2" || q.Get("prefix") != "ds/" ||
+				!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") || r.Header.Get("X-Amz-Security-Token") != "TOKEN" {
+				t.Errorf("%s: request %d: %s %s %s %v", c.style, i, r.Method, r.Host, r.URL, r.Header)
+			}
+			if tok := q.Get("continuation-token"); (i == 0) != (tok == "") || (i == 1 && tok != "tok+/=&") {
+				t.Errorf("%s: request %d: continuation token %q", c.style, i, tok)
+			}
+		}
+	}
+	mu.Lock()
+	huge = true
+	mu.Unlock()
+	st := s3At(t, srv, "http://127.0.0.1:1", "")
+	if _, err := st.List(context.Background(), "data/ds/"); err == nil || !strings.Contains(err.Error(), "listing page of more than") ||
+		!strings.Contains(err.Error(), "s3://data/ds/") {
+		t.Fatalf("a page over the bound: %v", err)
 	}
 }
