@@ -303,7 +303,10 @@ func TestChaos(t *testing.T) {
 	s := newScheduler(t, iosched.Options{
 		Parallelism: 16, RequestSize: 64 << 10, CoalesceGap: -1, Retries: 10,
 		Backoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-		IdleTimeout: 300 * time.Millisecond, AIMDInterval: 20 * time.Millisecond,
+		// Long enough that a GET of this machine's under -race and load
+		// is not taken for a stall once it has had its retries: the
+		// proxy's stalls are ended by the hedge and the stall watch first.
+		IdleTimeout: 2 * time.Second, AIMDInterval: 20 * time.Millisecond,
 	})
 	var reqs []iosched.Request
 	for i := range 64 {
