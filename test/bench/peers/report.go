@@ -232,7 +232,7 @@ func (r *report) write() error {
 	w("| load average (1 min) | %.2f at the start, %.2f at the end |\n", r.load0, r.load1)
 	w("| DuckDB CLI | %s (`%s`) |\n", cmdOut(r.c.duckdb, "-version"), r.c.duckdb)
 	w("| remote_segments | commit %s, `%s` |\n", cmdOut("git", "rev-parse", "--short", "HEAD")+dirty(), r.c.ext)
-	w("| Go contenders | %s, %s, through `iosched/store` (aws-sdk-go-v2 %s) |\n", runtime.Version(), "arrow-go "+modVersion("github.com/apache/arrow-go/v18"), modVersion("github.com/aws/aws-sdk-go-v2/service/s3"))
+	w("| Go contenders | %s, %s, through `iosched/store` (requests signed with aws-sdk-go-v2 %s's SigV4 signer) |\n", runtime.Version(), "arrow-go "+modVersion("github.com/apache/arrow-go/v18"), modVersion("github.com/aws/aws-sdk-go-v2"))
 	w("| S3 server | versitygw %s (posix backend) on 127.0.0.1 |\n", strings.TrimSpace(readFile(".tools/bin/versitygw.version")))
 	w("| Node.js | %s |\n", cmdOut("node", "--version"))
 	w("| Polars | nodejs-polars %s + nodejs-polars-linux-x64-gnu %s |\n", r.node.version("nodejs-polars"), r.node.version("nodejs-polars-linux-x64-gnu"))
