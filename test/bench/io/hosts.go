@@ -18,9 +18,10 @@ import (
 // The hosts: remote_segments as users run it, a process of its own reading
 // the same objects as the in-process scan through the same catalog (every
 // object's URL and length), so that the difference between the two is the
-// host's, not the listing's.
+// host's, not the listing's; and cli-glob, the CLI finding the same objects
+// by a listing, so that the listing's cost is seen apart.
 var (
-	hostList  = flag.String("hosts", "cli", "hosts that scan W2 and the overload case beside the in-process pipeline, with a catalog: cli (the DuckDB CLI, the v1.2.0 file), cli-v2 (the same CLI, the 2.0 edition), gohost (the Go driver); empty: none")
+	hostList  = flag.String("hosts", "cli", "hosts that scan W2 and the overload case beside the in-process pipeline, with a catalog: cli (the DuckDB CLI, the v1.2.0 file), cli-v2 (the same CLI, the 2.0 edition), gohost (the Go driver); or with a glob, listing the objects first: cli-glob (the CLI, the v1.2.0 file); empty: none")
 	extV2Path = flag.String("ext-v2", "build/release/v2.0.0/remote_segments.duckdb_extension", "the 2.0 edition, for the host cli-v2")
 	goHost    = flag.String("gohost", "build/bench/gohost", "the Go-driver host (test/host/gohost built without -race), for the host gohost")
 )
@@ -30,6 +31,7 @@ var hostKinds = []struct{ key, name string }{
 	{"cli", "the DuckDB CLI (v1.2.0 file)"},
 	{"cli-v2", "the DuckDB CLI (2.0 edition)"},
 	{"gohost", "a Go program (database/sql)"},
+	{"cli-glob", "the DuckDB CLI (v1.2.0 file) with a glob"},
 }
 
 func hostsOn() []string {
@@ -89,11 +91,17 @@ func (b *bench) hostScan(host string, d *dataset, cfg faultproxy.Config, p int, 
 	if err != nil {
 		return runResult{err: err}
 	}
+	src := cat
+	if host == "cli-glob" {
+		// The same objects, found by a listing (inside the window: its
+		// requests are the first the proxy sees).
+		src = "s3://bench/" + d.name + "/chunks/*/*"
+	}
 	sel := resultSelect(wide)
 	if *budget != "" {
-		sel += fmt.Sprintf(" FROM remote_segments('%s', max_parallel_io := %d, memory_budget := '%s', ", cat, p, *budget)
+		sel += fmt.Sprintf(" FROM remote_segments('%s', max_parallel_io := %d, memory_budget := '%s', ", src, p, *budget)
 	} else {
-		sel += fmt.Sprintf(" FROM remote_segments('%s', max_parallel_io := %d, ", cat, p)
+		sel += fmt.Sprintf(" FROM remote_segments('%s', max_parallel_io := %d, ", src, p)
 	}
 	if prefix := os.Getenv("IOBENCH_TRACE"); prefix != "" {
 		b.traces++
@@ -103,7 +111,7 @@ func (b *bench) hostScan(host string, d *dataset, cfg faultproxy.Config, p int, 
 		sel, proxy.URL, b.srv.AccessKey, b.srv.SecretKey, b.srv.Region)
 	var bin, ext string
 	switch host {
-	case "cli":
+	case "cli", "cli-glob":
 		bin, ext = *duckdbCLI, *extPath
 	case "cli-v2":
 		bin, ext = *duckdbCLI, *extV2Path

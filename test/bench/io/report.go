@@ -257,7 +257,7 @@ func (m *markdown) w2HostsSection(w, g func(string, ...any), mid *dataset) {
 	if len(hosts) == 0 {
 		return
 	}
-	w("W2 through the hosts users run, in the same rounds: each host is its own process (`/usr/bin/time -v`) reading the same objects through a CSV catalog of their URLs and lengths, at the same max_parallel_io, the query printing its sums, checked. The window is the proxy's as above (bind's first request to the last); the process's time adds its start, LOAD and the catalog's read. Ratios are to the raw loop of the same round.\n\n")
+	w("W2 through the hosts users run, in the same rounds: each host is its own process (`/usr/bin/time -v`) reading the same objects through a CSV catalog of their URLs and lengths (*with a glob*: found by an S3 listing instead, whose requests count in the window), at the same max_parallel_io, the query printing its sums, checked. The window is the proxy's as above (bind's first request to the last); the process's time adds its start, LOAD and the catalog's read. Ratios are to the raw loop of the same round.\n\n")
 	w("| host | max_parallel_io | narrow × raw | wide × raw | in flight narrow / wide | process s narrow / wide | CPU s narrow / wide | peak RSS narrow / wide |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range m.w2 {
 		for _, h := range hosts {
