@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -213,6 +214,17 @@ func newS3Store(opts Options) (*s3Store, error) {
 			// The SDK's message names the profile or file, never a secret.
 			return nil, fmt.Errorf("store: s3 credentials: %w", err)
 		}
+		if opts.S3Endpoint == "" {
+			// The chain's credentials go where the chain says, checked as
+			// an endpoint of the options is.
+			if ep := chainEndpoint(cfg); ep != "" {
+				o := opts
+				o.S3Endpoint = ep
+				if endpoint, style, err = s3Addressing(o); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	if opts.S3Region != "" {
 		cfg.Region = opts.S3Region
@@ -231,6 +243,36 @@ func newS3Store(opts Options) (*s3Store, error) {
 	}
 	return &s3Store{http: &http.Client{Transport: tr, CheckRedirect: s3Redirect}, tr: tr, target: target,
 		creds: credentialsOf(cfg), signer: v4.NewSigner(), region: cfg.Region}, nil
+}
+
+// chainEndpoint returns the S3 endpoint the AWS chain of cfg configures,
+// as the SDK's S3 client takes it: AWS_ENDPOINT_URL_S3 or a profile's
+// services section, else AWS_ENDPOINT_URL or a profile's endpoint_url,
+// none when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS (or the profile's
+// ignore_configured_endpoint_urls) is set; "" for AWS's own.
+func chainEndpoint(cfg aws.Config) string {
+	ctx := context.Background()
+	if ignore, found, err := config.GetIgnoreConfiguredEndpoints(ctx, cfg.ConfigSources); found && ignore && err == nil {
+		return ""
+	}
+	_, global := os.LookupEnv("AWS_ENDPOINT_URL")
+	_, service := os.LookupEnv("AWS_ENDPOINT_URL_S3")
+	if !global || service {
+		for _, src := range cfg.ConfigSources {
+			p, ok := src.(interface {
+				GetServiceBaseEndpoint(context.Context, string) (string, bool, error)
+			})
+			if !ok {
+				continue
+			}
+			if v, found, err := p.GetServiceBaseEndpoint(ctx, "S3"); err != nil {
+				break
+			} else if found {
+				return v
+			}
+		}
+	}
+	return aws.ToString(cfg.BaseEndpoint)
 }
 
 func (*s3Store) URL(name string) string { return "s3://" + name }

@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/config"
 	"go.uber.org/goleak"
 )
 
@@ -273,5 +275,39 @@ func TestS3ListRequests(t *testing.T) {
 	if _, err := st.List(context.Background(), "data/ds/"); err == nil || !strings.Contains(err.Error(), "listing page of more than") ||
 		!strings.Contains(err.Error(), "s3://data/ds/") {
 		t.Fatalf("a page over the bound: %v", err)
+	}
+}
+
+// TestChainEndpoint: which of the AWS chain's endpoint settings wins, as
+// the SDK's S3 client decides it.
+func TestChainEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://g:1"}, "http://g:1"},
+		{map[string]string{"AWS_ENDPOINT_URL_S3": "http://s:1"}, "http://s:1"},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://g:1", "AWS_ENDPOINT_URL_S3": "http://s:1"}, "http://s:1"},
+		{map[string]string{"AWS_ENDPOINT_URL_S3": "http://s:1", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}, ""},
+	} {
+		for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"} {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+		for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1",
+			"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"} {
+			t.Setenv(k, v)
+		}
+		for k, v := range c.env {
+			t.Setenv(k, v)
+		}
+		cfg, err := config.LoadDefaultConfig(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := chainEndpoint(cfg); got != c.want {
+			t.Errorf("%v: %q, want %q", c.env, got, c.want)
+		}
 	}
 }

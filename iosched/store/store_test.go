@@ -170,6 +170,25 @@ func TestS3Store(t *testing.T) {
 		}
 	})
 
+	// No endpoint in the options: the AWS chain's, as the SDK's S3 client
+	// would take it (README: the operator's endpoint).
+	t.Run("ChainEndpoint", func(t *testing.T) {
+		for _, c := range []struct{ name, env string }{{"service", "AWS_ENDPOINT_URL_S3"}, {"global", "AWS_ENDPOINT_URL"}} {
+			for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey,
+				"AWS_SESSION_TOKEN": "", "AWS_REGION": srv.Region, "AWS_EC2_METADATA_DISABLED": "true",
+				"AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_PROFILE": "",
+				"AWS_ENDPOINT_URL_S3": "", "AWS_ENDPOINT_URL": "", c.env: srv.Endpoint} {
+				t.Setenv(k, v)
+			}
+			st, name := open(t, "s3://bkt/a.bin", store.Options{})
+			n, err := st.Size(context.Background(), name)
+			st.Close()
+			if err != nil || n != 100<<10 {
+				t.Fatalf("%s: HEAD through %s: %d, %v", c.name, c.env, n, err)
+			}
+		}
+	})
+
 	t.Run("NoSuchBucket", func(t *testing.T) {
 		st, name := open(t, "s3://no-such-bucket/a.bin", store.Options{
 			S3Endpoint: srv.Endpoint, S3AccessKeyID: srv.AccessKey, S3SecretAccessKey: srv.SecretKey,
