@@ -2,11 +2,10 @@ package iosched
 
 import (
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
@@ -32,7 +31,7 @@ type Domains struct {
 	opts Options
 
 	mu     sync.Mutex
-	m      map[string]*domain
+	m      map[domainKey]*domain
 	idle   []*domain // held by nobody, least recently released first
 	closed bool
 }
@@ -40,8 +39,15 @@ type Domains struct {
 // keepIdle is how many domains that nobody holds stay open.
 const keepIdle = 16
 
+// domainKey tells domains apart: the store's domain (store.Domain) and
+// the scheduler's tuning.
+type domainKey struct {
+	store  string
+	tuning tuningKey
+}
+
 type domain struct {
-	key  string
+	key  domainKey
 	st   store.Store
 	s    *Scheduler
 	refs int // INVARIANT: refs == 0 exactly when the domain is in Domains.idle
@@ -76,7 +82,7 @@ func (h *Hold) Release() {
 // scheduler's GETs. A zero opts.Parallelism means DefaultLocalParallelism
 // for local files and DefaultParallelism for remote stores.
 func NewDomains(opts Options) *Domains {
-	return &Domains{opts: opts, m: map[string]*domain{}}
+	return &Domains{opts: opts, m: map[domainKey]*domain{}}
 }
 
 // Open returns a hold on rawURL's domain, creating its scheduler and store on
@@ -92,23 +98,22 @@ func (d *Domains) Open(rawURL string, so store.Options, tuning Options) (*Hold, 
 	if tuning.Tracer != nil {
 		panic("iosched: a query's tuning sets a Tracer; the registry's traces every query (NewDomains)")
 	}
-	key, err := store.Domain(rawURL, so)
+	storeKey, name, err := store.DomainName(rawURL, so)
 	if err != nil {
 		return nil, err
 	}
 	o := d.opts.merge(tuning)
-	key += "|" + o.tuningKey()
+	key := domainKey{store: storeKey, tuning: o.tuningKey()}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrClosed
 	}
-	var name string
 	dom := d.m[key]
 	if dom == nil {
 		if o.Parallelism <= 0 {
 			o.Parallelism = DefaultParallelism
-			if strings.HasPrefix(key, "file|") {
+			if key.store == "file" {
 				o.Parallelism = DefaultLocalParallelism
 			}
 		}
@@ -122,13 +127,8 @@ func (d *Domains) Open(rawURL string, so store.Options, tuning Options) (*Hold, 
 		name = stName
 		dom = &domain{key: key, st: st, s: New(o)}
 		d.m[key] = dom
-	} else {
-		if name, err = store.Name(rawURL); err != nil {
-			return nil, err
-		}
-		if dom.refs == 0 {
-			d.idle = slices.DeleteFunc(d.idle, func(x *domain) bool { return x == dom })
-		}
+	} else if dom.refs == 0 {
+		d.idle = slices.DeleteFunc(d.idle, func(x *domain) bool { return x == dom })
 	}
 	dom.refs++
 	return &Hold{Scheduler: dom.s, Store: dom.st, Name: name, d: d, dom: dom}, nil
@@ -174,7 +174,7 @@ func (d *Domains) Close() error {
 	d.mu.Lock()
 	d.closed = true
 	doms := d.m
-	d.m = map[string]*domain{}
+	d.m = map[domainKey]*domain{}
 	d.idle = nil
 	d.mu.Unlock()
 	var errs []error
@@ -211,8 +211,17 @@ func (o Options) merge(t Options) Options {
 	return o
 }
 
-// tuningKey tells apart schedulers of one domain with different tuning.
-func (o Options) tuningKey() string {
+// tuningKey tells apart schedulers of one domain with different tuning. It
+// is a value, not a text: every chunk's open looks its domain up.
+type tuningKey struct {
+	requestSize, coalesceGap      int64
+	retries                       int
+	firstByteTimeout, idleTimeout time.Duration
+	noHedge                       bool
+}
+
+func (o Options) tuningKey() tuningKey {
 	w := o.withDefaults()
-	return fmt.Sprintf("%d/%d/%d/%v/%v/%v", w.RequestSize, w.CoalesceGap, w.Retries, w.FirstByteTimeout, w.IdleTimeout, w.NoHedge)
+	return tuningKey{requestSize: w.RequestSize, coalesceGap: w.CoalesceGap, retries: w.Retries,
+		firstByteTimeout: w.FirstByteTimeout, idleTimeout: w.IdleTimeout, noHedge: w.NoHedge}
 }

@@ -873,3 +873,30 @@ func TestDomainsTracer(t *testing.T) {
 		t.Fatalf("the registry's tracer heard of queries %v, want [0 1]", queries)
 	}
 }
+
+// TestDomainsOpenAllocs guards the cost of a hold on a domain already
+// open, which a scan takes once per chunk: the domain's key is looked up
+// as a value (no text made of the tuning), and the URL is parsed once. The
+// bound is generous: it fails only when those come back.
+func TestDomainsOpenAllocs(t *testing.T) {
+	leakCheck(t)
+	d := iosched.NewDomains(iosched.Options{})
+	defer d.Close()
+	dir := writeDir(t, map[string][]byte{"a.bin": []byte("abc")})
+	tuning := iosched.Options{RequestSize: 1 << 20, Retries: 2}
+	first, err := d.Open(dir+"/a.bin", store.Options{}, tuning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Release()
+	n := testing.AllocsPerRun(100, func() {
+		h, err := d.Open(dir+"/a.bin", store.Options{}, tuning)
+		if err != nil || h.Scheduler != first.Scheduler || h.Name != first.Name {
+			t.Fatalf("another hold: %v", err)
+		}
+		h.Release()
+	})
+	if n > 2 {
+		t.Errorf("a hold on an open domain: %.0f allocations, want at most 2", n)
+	}
+}

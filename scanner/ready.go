@@ -19,6 +19,9 @@ type readyQueue struct {
 	err     error
 	closed  bool
 	drained bool // a consumer reached the end
+	// waiting counts the consumers waiting in pop that no wake has reached
+	// yet; woken counts the wakes given (wakeLocked).
+	waiting, woken int
 }
 
 func newReadyQueue(total int, ordered bool) *readyQueue {
@@ -39,6 +42,7 @@ func (r *readyQueue) put(i int, batches []*Batch) {
 		}
 		return
 	}
+	queued := len(r.q)
 	if !r.ordered {
 		r.q = append(r.q, batches...)
 	} else {
@@ -53,6 +57,32 @@ func (r *readyQueue) put(i int, batches []*Batch) {
 			r.next++
 		}
 	}
+	r.wakeLocked(len(r.q) - queued)
+}
+
+// wakeLocked wakes a waiting consumer for each of n batches just queued,
+// and every one at the end of the scan. One batch wakes one consumer: on
+// DuckDB's threads a consumer that wakes runs on its own thread, which the
+// runtime must wake and hand a P to, and a consumer woken for a batch
+// another one takes goes back to sleep having paid for both, once per
+// chunk of a scan of small chunks.
+func (r *readyQueue) wakeLocked(n int) {
+	if r.done == r.total && len(r.pending) == 0 {
+		r.broadcastLocked()
+		return
+	}
+	n = min(n, r.waiting)
+	r.waiting -= n
+	r.woken += n
+	for range n {
+		r.cond.Signal()
+	}
+}
+
+// broadcastLocked wakes every waiting consumer.
+func (r *readyQueue) broadcastLocked() {
+	r.woken += r.waiting
+	r.waiting = 0
 	r.cond.Broadcast()
 }
 
@@ -67,6 +97,7 @@ func (r *readyQueue) pop(ctx context.Context) (*Batch, error) {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
+		r.waiting++
 		r.cond.Wait()
 	}
 }
@@ -107,7 +138,7 @@ func (r *readyQueue) fail(err error) {
 
 func (r *readyQueue) wake() {
 	r.mu.Lock()
-	r.cond.Broadcast()
+	r.broadcastLocked()
 	r.mu.Unlock()
 }
 
@@ -117,7 +148,7 @@ func (r *readyQueue) close() {
 	r.closed = true
 	q, pending := r.q, r.pending
 	r.q, r.pending = nil, map[int][]*Batch{}
-	r.cond.Broadcast()
+	r.broadcastLocked()
 	r.mu.Unlock()
 	for _, b := range q {
 		b.Close()

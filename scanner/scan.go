@@ -64,6 +64,10 @@ type Scan struct {
 	wg        sync.WaitGroup
 	unmaps    sync.WaitGroup // Batch.Close's unmapping of chunks closed so far
 	slots     chan struct{}
+	// work hands a planned chunk to an idle chunk goroutine (runChunks);
+	// chunkGoroutines counts the goroutines started for chunks.
+	work            chan chunkJob
+	chunkGoroutines atomic.Int64
 	// ahead bounds the chunks reserved that no consumer has reached yet
 	// (a slot each, given back when Next hands out the chunk's first
 	// batch): the scan's max_parallel_io share. A consumer that stops
@@ -105,7 +109,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		}
 	}
 	s := &Scan{id: p.scanID(), plan: p, start: time.Now(), fields: fields,
-		slots: make(chan struct{}, maxChunksInFlight)}
+		slots: make(chan struct{}, maxChunksInFlight), work: make(chan chunkJob)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.cache, s.endCache = p.useCache(s.ctx, s.id)
 	s.estimate = p.firstLen
@@ -310,6 +314,7 @@ func (s *Scan) guard() {
 func (s *Scan) planChunks() {
 	defer s.wg.Done()
 	defer s.guard()
+	defer close(s.work) // the idle chunk goroutines end
 	for i := range s.plan.Chunks.Len() {
 		select {
 		case s.ahead <- struct{}{}:
@@ -333,8 +338,7 @@ func (s *Scan) planChunks() {
 			<-s.slots
 			return // cancelled: Close or an earlier failure
 		}
-		s.wg.Add(1)
-		go s.runChunk(i, c, lease, project)
+		s.startChunk(chunkJob{i: i, c: c, lease: lease, project: project})
 		if i == 0 && s.probe != nil {
 			select {
 			case <-s.probe:
@@ -369,11 +373,42 @@ func (s *Scan) probed() {
 	}
 }
 
+// chunkJob is a chunk planChunks reserved, for runChunk.
+type chunkJob struct {
+	i       int
+	c       *Chunk
+	lease   *budget.Lease
+	project bool
+}
+
+// startChunk hands j to an idle chunk goroutine, or starts one. A chunk
+// goroutine runs chunks until planChunks ends: a goroutine a chunk would
+// start each one on a small stack that the fetch and the decode grow
+// again, and of many small chunks that is a good part of the work. A
+// chunk never waits for a goroutine: one is started when none is idle, so
+// the goroutines are at most the chunks in flight (slots), as before.
+func (s *Scan) startChunk(j chunkJob) {
+	select {
+	case s.work <- j:
+	default:
+		s.wg.Add(1)
+		s.chunkGoroutines.Add(1)
+		go s.runChunks(j)
+	}
+}
+
+// runChunks runs j, then the chunks handed to it, until planChunks ends.
+func (s *Scan) runChunks(j chunkJob) {
+	defer s.wg.Done()
+	for ok := true; ok; j, ok = <-s.work {
+		s.runChunk(j.i, j.c, j.lease, j.project)
+	}
+}
+
 // runChunk fetches and decodes chunk i (if project, only the scan's
 // fields), commits its measured size and queues its batches; on any
 // failure it refunds the lease and fails the scan.
 func (s *Scan) runChunk(i int, c *Chunk, lease *budget.Lease, project bool) {
-	defer s.wg.Done()
 	defer func() { <-s.slots }()
 	defer s.guard()
 	if i == 0 {

@@ -10,10 +10,17 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// fileStore reads local files with pread (os.File.ReadAt). Names are absolute
-// slash paths.
+// fileStore reads local files with pread. Names are absolute slash paths.
+//
+// A range is read through a bare descriptor, not an *os.File: os.Open of a
+// regular file switches it to non-blocking mode, tries to register it with
+// the poller, switches it back and sets a finalizer, a syscall or more each
+// and an allocation, where a scan of many small files pays for every one
+// of them on every file.
 type fileStore struct{}
 
 var _ Store = (*fileStore)(nil)
@@ -32,42 +39,50 @@ func (s *fileStore) fail(op, name, rng string, err error) error {
 	return &RequestError{Op: op, URL: s.URL(name), Range: rng, Err: err}
 }
 
-// GetRange opens the file and returns a section reader over the range; the
-// file is closed with the reader. The context is only checked up front: a
-// local read does not block for long.
+// GetRange opens the file and returns a reader over the range; the file is
+// closed with the reader. The context is only checked up front: a local
+// read does not block for long.
 func (s *fileStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
-	f, _, length, err := s.openRange(ctx, "GET", name, off, length)
+	fd, _, length, err := s.openRange(ctx, "GET", name, off, length)
 	if err != nil {
 		return nil, err
 	}
-	return &fileBody{SectionReader: io.NewSectionReader(f, off, length), f: f}, nil
+	return &fileBody{fd: fd, name: name, off: off, end: off + length}, nil
 }
 
 // openRange opens the file name for a request op of length bytes from off
-// (length < 0: to the end of the file), and returns it with its FileInfo
-// and the range's length, once the range lies inside the file.
-func (s *fileStore) openRange(ctx context.Context, op, name string, off, length int64) (*os.File, fs.FileInfo, int64, error) {
-	rng := rangeHeader(off, length)
+// (length < 0: to the end of the file), and returns its descriptor, which
+// the caller closes (closeFD), with its stat and the range's length, once
+// the range lies inside the file.
+func (s *fileStore) openRange(ctx context.Context, op, name string, off, length int64) (int, unix.Stat_t, int64, error) {
+	var st unix.Stat_t
 	if err := checkRange(off, length); err != nil {
-		return nil, nil, 0, s.fail(op, name, rng, err)
+		return -1, st, 0, s.fail(op, name, rangeHeader(off, length), err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, nil, 0, s.fail(op, name, rng, err)
+		return -1, st, 0, s.fail(op, name, rangeHeader(off, length), err)
 	}
-	f, err := os.Open(filepath.FromSlash(name))
+	path := filepath.FromSlash(name)
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
 	if err != nil {
-		return nil, nil, 0, s.fail(op, name, rng, err)
+		return -1, st, 0, s.fail(op, name, rangeHeader(off, length), &fs.PathError{Op: "open", Path: path, Err: err})
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, 0, s.fail(op, name, rng, err)
+	if err := unix.Fstat(fd, &st); err != nil {
+		closeFD(fd)
+		return -1, st, 0, s.fail(op, name, rangeHeader(off, length), &fs.PathError{Op: "stat", Path: path, Err: err})
 	}
-	if st.IsDir() {
-		f.Close()
-		return nil, nil, 0, s.fail(op, name, rng, ErrNotFound)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		closeFD(fd)
+		return -1, st, 0, s.fail(op, name, rangeHeader(off, length), ErrNotFound)
 	}
-	size := st.Size()
+	size := st.Size
 	// An empty file read whole is an empty body, as an empty object is
 	// over HTTP and S3 (a GET without a Range header).
 	whole := off == 0 && length < 0
@@ -75,18 +90,59 @@ func (s *fileStore) openRange(ctx context.Context, op, name string, off, length 
 		length = size - off
 	}
 	if (off >= size && !whole) || off+length > size {
-		f.Close()
-		return nil, nil, 0, s.fail(op, name, rng, rangeErr(size))
+		closeFD(fd)
+		return -1, st, 0, s.fail(op, name, rangeHeader(off, length), rangeErr(size))
 	}
-	return f, st, length, nil
+	return fd, st, length, nil
 }
 
+// closeFD closes a descriptor openRange returned.
+func closeFD(fd int) error {
+	return unix.Close(fd)
+}
+
+// fileBody reads the range [off, end) of an open descriptor with pread; it
+// is not safe for concurrent use (neither is a GET's body).
 type fileBody struct {
-	*io.SectionReader
-	f *os.File
+	fd       int // -1 once closed
+	name     string
+	off, end int64
 }
 
-func (b *fileBody) Close() error { return b.f.Close() }
+func (b *fileBody) Read(p []byte) (int, error) {
+	if b.fd < 0 {
+		return 0, fs.ErrClosed
+	}
+	if b.off >= b.end {
+		return 0, io.EOF
+	}
+	if rest := b.end - b.off; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	for {
+		n, err := unix.Pread(b.fd, p, b.off)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, &fs.PathError{Op: "read", Path: filepath.FromSlash(b.name), Err: err}
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF // the file is shorter now than when it was opened
+		}
+		b.off += int64(n)
+		return n, nil
+	}
+}
+
+// Close closes the descriptor; a second Close does nothing.
+func (b *fileBody) Close() error {
+	if b.fd < 0 {
+		return nil
+	}
+	fd := b.fd
+	b.fd = -1
+	return closeFD(fd)
+}
 
 func (s *fileStore) Size(ctx context.Context, name string) (int64, error) {
 	st, err := os.Stat(filepath.FromSlash(name))

@@ -15,12 +15,12 @@ func (s *fileStore) MapRange(ctx context.Context, name string, off, length int64
 	if length == 0 {
 		return nil, s.fail("MAP", name, rangeHeader(off, length), ErrUnsupported)
 	}
-	f, st, length, err := s.openRange(ctx, "MAP", name, off, length)
+	fd, st, length, err := s.openRange(ctx, "MAP", name, off, length)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() // the mapping outlives the descriptor
-	if !st.Mode().IsRegular() {
+	defer closeFD(fd) // the mapping outlives the descriptor
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, s.fail("MAP", name, rangeHeader(off, length), ErrUnsupported) // a device, a pipe
 	}
 	page := int64(os.Getpagesize())
@@ -28,7 +28,7 @@ func (s *fileStore) MapRange(ctx context.Context, name string, off, length int64
 	size := uintptr(off - base + length)
 	// Not syscall.Mmap: its registry of mappings would want the whole
 	// mapping back, where the caller keeps the range.
-	p, err := unix.MmapPtr(int(f.Fd()), base, nil, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	p, err := unix.MmapPtr(fd, base, nil, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, s.fail("MAP", name, rangeHeader(off, length), errors.Join(ErrUnsupported, err))
 	}

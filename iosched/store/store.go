@@ -249,6 +249,21 @@ func Domain(rawURL string, opts Options) (string, error) {
 	return sc.domain(u, opts)
 }
 
+// DomainName returns Domain and Name of rawURL, the URL parsed once.
+func DomainName(rawURL string, opts Options) (domain, name string, err error) {
+	sc, u, err := lookup(rawURL)
+	if err != nil {
+		return "", "", err
+	}
+	if domain, err = sc.domain(u, opts); err != nil {
+		return "", "", err
+	}
+	if name, err = sc.name(u); err != nil {
+		return "", "", err
+	}
+	return domain, name, nil
+}
+
 // schemeURL is a URL split at its scheme: raw as given, its lower-case
 // scheme ("" for a plain path) and what follows "scheme://".
 type schemeURL struct{ raw, scheme, rest string }
