@@ -42,11 +42,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -154,6 +156,9 @@ type Cache struct {
 	hits, hitBytes, misses, stored, evictions, validations, corrupt, refused, errs atomic.Int64
 
 	fills fillQueue // see fill.go
+
+	files fileCalls     // systemFiles; a test's that counts the calls
+	temps atomic.Uint64 // the last temporary file's number in this process
 }
 
 // Open returns the cache in directory dir (created if missing), holding
@@ -177,7 +182,7 @@ func Open(dir string, size int64) (*Cache, error) {
 	if size == 0 {
 		size = defaultSize(root)
 	}
-	c := &Cache{dir: root, size: size}
+	c := &Cache{dir: root, size: size, files: systemFiles{}}
 	c.fills.bound = FillBytes
 	c.used.Store(c.count())
 	return c, nil
@@ -213,29 +218,39 @@ func (c *Cache) objectPath(object string) string {
 // kept (its object is then fetched as one never seen).
 const maxVersionLen = 1024
 
+// An object's version note is a symbolic link whose target is the
+// version: one system call writes it (no file to open, write and close,
+// and no data block: a short target lives in the inode) and one reads it.
+
 // Known returns the version object last had when ranges of it were stored
 // (SetKnown), by any process: a hint of whether its version is worth
 // checking, never a key by itself.
 func (c *Cache) Known(object string) (string, bool) {
-	b, err := os.ReadFile(c.objectPath(object))
-	if err != nil || len(b) == 0 || len(b) > maxVersionLen {
+	var b [maxVersionLen + 1]byte
+	n, err := c.files.readlink(c.objectPath(object), b[:])
+	if err != nil || n <= 0 || n > maxVersionLen {
 		return "", false
 	}
-	return string(b), true
+	return string(b[:n]), true
 }
 
 // SetKnown notes version as object's (see Known). A failure to write it
-// only costs the next scan its check. The note is written in place, not
-// through a temporary file: a torn or empty one is only a wrong hint,
-// which costs a check or a fetch, never a wrong byte.
+// only costs the next scan its check. A note is replaced in place (removed,
+// then made), not through a temporary name: a missing or stale one is only
+// a wrong hint, which costs a check or a fetch, never a wrong byte.
 func (c *Cache) SetKnown(object, version string) {
-	if version == "" || len(version) > maxVersionLen {
+	if version == "" || len(version) > maxVersionLen || strings.IndexByte(version, 0) >= 0 {
+		return // a link's target holds no NUL
+	}
+	p := c.objectPath(object)
+	if c.files.symlink(version, p) == nil {
 		return
 	}
 	if old, ok := c.Known(object); ok && old == version {
 		return
 	}
-	os.WriteFile(c.objectPath(object), []byte(version), 0o644)
+	c.files.remove(p)
+	c.files.symlink(version, p)
 }
 
 func (c *Cache) seenPath(h [32]byte) string {
@@ -356,23 +371,14 @@ func (c *Cache) secondTouch(h [32]byte) bool {
 
 // write fills the entry of h: a temporary file, whole, then renamed.
 // framed, if not nil, is data after HeaderSize bytes of room for the
-// header.
+// header, so that header and bytes go in one write. There is no fsync:
+// an entry a crash tears fails its checksum and is fetched again.
 func (c *Cache) write(h [32]byte, data, framed []byte) error {
 	final := c.entryPath(h)
-	tmpDir := filepath.Join(c.dir, "tmp")
-	f, err := os.CreateTemp(tmpDir, filepath.Base(final)+".*")
-	if errors.Is(err, fs.ErrNotExist) {
-		// The directory was removed under the process (a user clearing
-		// the cache): made again, so that fills do not fail until the
-		// process ends.
-		if err = os.MkdirAll(tmpDir, 0o755); err == nil {
-			f, err = os.CreateTemp(tmpDir, filepath.Base(final)+".*")
-		}
-	}
+	tmp, fd, err := c.createTemp(filepath.Base(final))
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return fmt.Errorf("cache: fill %s: %w", final, err)
 	}
-	tmp := f.Name()
 	var room [HeaderSize]byte
 	hdr := room[:]
 	if framed != nil {
@@ -384,26 +390,71 @@ func (c *Cache) write(h [32]byte, data, framed []byte) error {
 	binary.LittleEndian.PutUint32(hdr[16:20], crc32.Checksum(data, crcTable))
 	copy(hdr[24:56], h[:])
 	if framed != nil {
-		_, err = f.Write(framed)
-	} else if _, err = f.Write(hdr); err == nil {
-		_, err = f.Write(data)
+		err = c.writeAll(fd, framed)
+	} else if err = c.writeAll(fd, hdr); err == nil {
+		err = c.writeAll(fd, data)
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := c.files.close(fd); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, final)
-		if errors.Is(err, fs.ErrNotExist) {
+		err = c.files.rename(tmp, final)
+		if err == syscall.ENOENT {
 			// The entry's folder is made on its first fill (not on
 			// every one: a system call on the path of each).
 			if err = os.MkdirAll(filepath.Dir(final), 0o755); err == nil {
-				err = os.Rename(tmp, final)
+				err = c.files.rename(tmp, final)
 			}
 		}
 	}
 	if err != nil {
-		os.Remove(tmp)
+		c.files.remove(tmp)
 		return fmt.Errorf("cache: fill %s: %w", final, err)
+	}
+	return nil
+}
+
+// createTemp creates a new temporary file for the entry named base, and
+// returns its path and descriptor. Its name is unique in this process; a
+// file of the same name left by a dead process of the same id is passed
+// over (O_EXCL).
+func (c *Cache) createTemp(base string) (string, int, error) {
+	tmpDir := filepath.Join(c.dir, "tmp")
+	prefix := filepath.Join(tmpDir, base) + "." + strconv.Itoa(os.Getpid()) + "."
+	made := false
+	for try := 0; ; try++ {
+		p := prefix + strconv.FormatUint(c.temps.Add(1), 10)
+		fd, err := c.files.open(p, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, 0o600)
+		switch {
+		case err == nil:
+			return p, fd, nil
+		case err == syscall.EEXIST && try < 100:
+			continue
+		case err == syscall.ENOENT && !made:
+			// The directory was removed under the process (a user
+			// clearing the cache): made again, so that fills do not
+			// fail until the process ends.
+			made = true
+			if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+				return "", -1, err
+			}
+			continue
+		}
+		return "", -1, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+}
+
+// writeAll writes b to fd whole.
+func (c *Cache) writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := c.files.write(fd, b)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		b = b[n:]
 	}
 	return nil
 }
