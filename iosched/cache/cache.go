@@ -120,20 +120,23 @@ func (k Key) hash() [32]byte {
 }
 
 // Entry is a cached range found by Lookup: its bytes are Length bytes of
-// the file Path from Offset, and Check tells whether bytes read there are
-// the ones that were stored.
+// the file Path from Offset. It is read through StoreFor's store; Check
+// tells whether bytes read there are the ones that were stored.
 type Entry struct {
 	Path   string
 	Offset int64
 	Length int64
 	sum    uint32
+	summed bool // sum was read by Lookup; if not, reading the entry checks it
 }
 
-// Check returns nil when data are the entry's bytes. Otherwise it removes
-// the entry, so that the range is fetched and stored anew, and returns an
-// error wrapping ErrCorrupt.
+// Check returns nil when data, read through StoreFor(e, …), are the
+// entry's bytes. Otherwise it removes the entry, so that the range is
+// fetched and stored anew, and returns an error wrapping ErrCorrupt. The
+// bytes of an entry that the cache's own store reads are checked by that
+// read (it fails on bytes that do not match): Check has nothing left to do.
 func (c *Cache) Check(e Entry, data []byte) error {
-	if int64(len(data)) == e.Length && crc32.Checksum(data, crcTable) == e.sum {
+	if !e.summed || int64(len(data)) == e.Length && crc32.Checksum(data, crcTable) == e.sum {
 		return nil
 	}
 	c.corrupt.Add(1)
@@ -157,8 +160,9 @@ type Cache struct {
 
 	fills fillQueue // see fill.go
 
-	files fileCalls     // systemFiles; a test's that counts the calls
-	temps atomic.Uint64 // the last temporary file's number in this process
+	files   fileCalls     // systemFiles; a test's that counts the calls
+	temps   atomic.Uint64 // the last temporary file's number in this process
+	entries *entryStore   // reads entries whole, checking them (read.go)
 }
 
 // Open returns the cache in directory dir (created if missing), holding
@@ -183,6 +187,7 @@ func Open(dir string, size int64) (*Cache, error) {
 		size = defaultSize(root)
 	}
 	c := &Cache{dir: root, size: size, files: systemFiles{}}
+	c.entries = &entryStore{c: c}
 	c.fills.bound = FillBytes
 	c.used.Store(c.count())
 	return c, nil
@@ -257,24 +262,33 @@ func (c *Cache) seenPath(h [32]byte) string {
 	return filepath.Join(c.dir, "seen", hex.EncodeToString(h[:]))
 }
 
-// Lookup returns the entry of k if the cache has one whose header is
-// whole and names k, and marks it recently used. A hit is counted only
-// once its bytes pass Check (Hit); a miss is counted here.
+// Lookup returns the entry of k if the cache has one of the right size,
+// and marks it recently used. A range of a known length of at most
+// readWholeMax bytes costs one stat here, its header is checked by the
+// read (StoreFor); of any other, the header is read and checked here. A
+// hit is counted only once its bytes pass their check (Hit); a miss is
+// counted here.
 func (c *Cache) Lookup(k Key) (Entry, bool) {
 	h := k.hash()
 	p := c.entryPath(h)
-	e, err := readHeader(p, h)
+	var e Entry
+	var err error
+	if k.Length >= 0 && k.Length <= readWholeMax {
+		e, err = c.statEntry(p, k.Length)
+	} else {
+		e, err = c.readHeader(p, h)
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			c.corrupt.Add(1)
-			os.Remove(p) // a header that is not whole is never trusted
+			c.files.remove(p) // a header that is not whole is never trusted
 		}
 		c.misses.Add(1)
 		return Entry{}, false
 	}
 	if k.Length >= 0 && e.Length != k.Length {
 		c.corrupt.Add(1)
-		os.Remove(p)
+		c.files.remove(p)
 		c.misses.Add(1)
 		return Entry{}, false
 	}
@@ -282,30 +296,51 @@ func (c *Cache) Lookup(k Key) (Entry, bool) {
 	return e, true
 }
 
+// statEntry returns the entry file p of a range of n bytes if its size is
+// that of a whole entry of n bytes; its header and bytes are checked as
+// they are read.
+func (c *Cache) statEntry(p string, n int64) (Entry, error) {
+	var st syscall.Stat_t
+	if err := c.files.stat(p, &st); err != nil {
+		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if st.Size != HeaderSize+n {
+		return Entry{}, fmt.Errorf("cache: %s: %d bytes, not an entry of %d", p, st.Size, n)
+	}
+	return Entry{Path: p, Offset: HeaderSize, Length: n}, nil
+}
+
 // readHeader reads and checks the header of entry file p of key hash h.
-// It is on the path of every hit, so it makes the fewest system calls: an
-// open, a read, a stat and a close (an os.File would also register with
-// the poller).
-func readHeader(p string, h [32]byte) (Entry, error) {
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+func (c *Cache) readHeader(p string, h [32]byte) (Entry, error) {
+	var st syscall.Stat_t
+	if err := c.files.stat(p, &st); err != nil {
+		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	fd, err := c.files.open(p, syscall.O_RDONLY, 0)
 	if err != nil {
 		return Entry{}, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	var hdr [HeaderSize]byte
-	var st syscall.Stat_t
-	got, err := syscall.Pread(fd, hdr[:], 0)
-	if err == nil {
-		err = syscall.Fstat(fd, &st)
-	}
-	syscall.Close(fd)
+	got, err := c.files.preadv(fd, [][]byte{hdr[:]}, 0)
+	c.files.close(fd)
 	if err != nil || got != HeaderSize {
 		return Entry{}, fmt.Errorf("cache: %s: short header (%d bytes): %v", p, got, err)
 	}
-	n := int64(binary.LittleEndian.Uint64(hdr[8:16]))
-	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 || st.Size != HeaderSize+n {
+	n, err := parseHeader(&hdr, h)
+	if err != nil || st.Size != HeaderSize+n {
 		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key", p)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20])}, nil
+	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), summed: true}, nil
+}
+
+// parseHeader returns the length of the body an entry header names, if
+// it is a header of key hash h.
+func parseHeader(hdr *[HeaderSize]byte, h [32]byte) (int64, error) {
+	n := int64(binary.LittleEndian.Uint64(hdr[8:16]))
+	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 {
+		return 0, errors.New("not an entry of its key")
+	}
+	return n, nil
 }
 
 // Hit counts n bytes served from the cache.

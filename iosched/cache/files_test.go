@@ -1,10 +1,16 @@
 package cache
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/remote-segments/remote_segments/iosched/store"
 )
 
 // countingFiles are the system's file calls, noted by name.
@@ -46,7 +52,10 @@ func (f *countingFiles) stat(p string, st *syscall.Stat_t) error {
 	f.note("stat")
 	return f.systemFiles.stat(p, st)
 }
-func (f *countingFiles) rename(a, b string) error { f.note("rename"); return f.systemFiles.rename(a, b) }
+func (f *countingFiles) rename(a, b string) error {
+	f.note("rename")
+	return f.systemFiles.rename(a, b)
+}
 func (f *countingFiles) symlink(t, p string) error {
 	f.note("symlink")
 	return f.systemFiles.symlink(t, p)
@@ -95,4 +104,68 @@ func TestFillCalls(t *testing.T) {
 		t.Fatalf("Known = %q, %v after a new version", v, ok)
 	}
 	c.Close()
+}
+
+// TestHitCalls: a hit is a stat (Lookup), then one open, one read of the
+// header and the bytes together, and a close; the read checks them.
+func TestHitCalls(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := Key{Object: "o", Version: "v", Length: 5000}
+	if ok, err := c.Put(k, payload(3, 5000)); !ok || err != nil {
+		t.Fatalf("Put = %v, %v", ok, err)
+	}
+	f := countCalls(c)
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("no hit")
+	}
+	got, err := readEntry(c, e)
+	if err != nil || !bytes.Equal(got, payload(3, 5000)) {
+		t.Fatalf("read = %v", err)
+	}
+	if calls, want := f.take(), []string{"stat", "open", "preadv", "close"}; !slices.Equal(calls, want) {
+		t.Errorf("a hit made the calls %v, want %v", calls, want)
+	}
+}
+
+// TestCorruptReadIsPermanent: an entry whose bytes fail their checksum
+// fails its read as not found (a scheduler does not retry it: the entry
+// is removed), wrapping ErrCorrupt; an entry file holding another key's
+// header fails the same way.
+func TestCorruptReadIsPermanent(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a := Key{Object: "a", Version: "v", Length: 300}
+	b := Key{Object: "b", Version: "v", Length: 300}
+	c.Put(a, payload(1, 300))
+	c.Put(b, payload(2, 300))
+	ea, _ := c.Lookup(a)
+	eb, _ := c.Lookup(b)
+	hdr := make([]byte, HeaderSize)
+	fb, err := os.Open(eb.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb.ReadAt(hdr, 0)
+	fb.Close()
+	if err := os.WriteFile(ea.Path, append(hdr, payload(2, 300)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readEntry(c, ea)
+	if !errors.Is(err, ErrCorrupt) || !store.Permanent(err) {
+		t.Fatalf("read of an entry holding another key = %v, want ErrCorrupt, permanent", err)
+	}
+	if _, err := os.Stat(ea.Path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("the entry was not removed")
+	}
+	if st := c.Stats(); st.Corrupt != 1 {
+		t.Fatalf("Corrupt = %d, want 1", st.Corrupt)
+	}
 }
