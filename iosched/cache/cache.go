@@ -162,6 +162,7 @@ type Cache struct {
 
 	files   fileCalls     // systemFiles; a test's that counts the calls
 	temps   atomic.Uint64 // the last temporary file's number in this process
+	tempTag string        // ".<process id>.": between a temporary file's entry name and number
 	entries *entryStore   // reads entries whole, checking them (read.go)
 }
 
@@ -186,7 +187,7 @@ func Open(dir string, size int64) (*Cache, error) {
 	if size == 0 {
 		size = defaultSize(root)
 	}
-	c := &Cache{dir: root, size: size, files: systemFiles{}}
+	c := &Cache{dir: root, size: size, files: systemFiles{}, tempTag: "." + strconv.Itoa(os.Getpid()) + "."}
 	c.entries = &entryStore{c: c}
 	c.fills.bound = FillBytes
 	c.used.Store(c.count())
@@ -455,7 +456,7 @@ func (c *Cache) write(h [32]byte, data, framed []byte) error {
 // over (O_EXCL).
 func (c *Cache) createTemp(base string) (string, int, error) {
 	tmpDir := filepath.Join(c.dir, "tmp")
-	prefix := filepath.Join(tmpDir, base) + "." + strconv.Itoa(os.Getpid()) + "."
+	prefix := filepath.Join(tmpDir, base) + c.tempTag
 	made := false
 	for try := 0; ; try++ {
 		p := prefix + strconv.FormatUint(c.temps.Add(1), 10)
