@@ -128,6 +128,7 @@ type Entry struct {
 	Length int64
 	sum    uint32
 	summed bool // sum was read by Lookup; if not, reading the entry checks it
+	mtime  time.Time
 }
 
 // Check returns nil when data, read through StoreFor(e, …), are the
@@ -293,7 +294,7 @@ func (c *Cache) Lookup(k Key) (Entry, bool) {
 		c.misses.Add(1)
 		return Entry{}, false
 	}
-	c.touch(p)
+	c.touch(p, e.mtime)
 	return e, true
 }
 
@@ -308,7 +309,7 @@ func (c *Cache) statEntry(p string, n int64) (Entry, error) {
 	if st.Size != HeaderSize+n {
 		return Entry{}, fmt.Errorf("cache: %s: %d bytes, not an entry of %d", p, st.Size, n)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n}, nil
+	return Entry{Path: p, Offset: HeaderSize, Length: n, mtime: time.Unix(st.Mtim.Unix())}, nil
 }
 
 // readHeader reads and checks the header of entry file p of key hash h.
@@ -331,7 +332,8 @@ func (c *Cache) readHeader(p string, h [32]byte) (Entry, error) {
 	if err != nil || st.Size != HeaderSize+n {
 		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key", p)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), summed: true}, nil
+	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), summed: true,
+		mtime: time.Unix(st.Mtim.Unix())}, nil
 }
 
 // parseHeader returns the length of the body an entry header names, if

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,6 +21,7 @@ type fileCalls interface {
 	symlink(target, path string) error
 	readlink(path string, b []byte) (int, error)
 	remove(path string) error
+	utimes(path string, t time.Time) error
 }
 
 // systemFiles is fileCalls of the operating system.
@@ -60,3 +62,7 @@ func (systemFiles) readlink(path string, b []byte) (int, error) {
 	return syscall.Readlink(path, b)
 }
 func (systemFiles) remove(path string) error { return syscall.Unlink(path) }
+func (systemFiles) utimes(path string, t time.Time) error {
+	ts := syscall.NsecToTimespec(t.UnixNano())
+	return syscall.UtimesNano(path, []syscall.Timespec{ts, ts})
+}

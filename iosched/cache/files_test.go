@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
@@ -65,6 +66,10 @@ func (f *countingFiles) readlink(p string, b []byte) (int, error) {
 	return f.systemFiles.readlink(p, b)
 }
 func (f *countingFiles) remove(p string) error { f.note("remove"); return f.systemFiles.remove(p) }
+func (f *countingFiles) utimes(p string, t time.Time) error {
+	f.note("utimes")
+	return f.systemFiles.utimes(p, t)
+}
 
 // countCalls makes c's file calls counted.
 func countCalls(c *Cache) *countingFiles {
@@ -167,5 +172,36 @@ func TestCorruptReadIsPermanent(t *testing.T) {
 	}
 	if st := c.Stats(); st.Corrupt != 1 {
 		t.Fatalf("Corrupt = %d, want 1", st.Corrupt)
+	}
+}
+
+// TestTouchSkippedWhenRecent: a hit on an entry whose file time is
+// recent (filled or touched by any process within touchEvery) writes no
+// time: a process that starts afresh (a CLI per query) does not write
+// one per hit.
+func TestTouchSkippedWhenRecent(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Object: "o", Version: "v", Length: 100}
+	big := Key{Object: "o", Version: "v", Length: readWholeMax + 1} // its header is read by Lookup
+	a.Put(k, payload(1, 100))
+	a.Put(big, payload(2, readWholeMax+1))
+	a.Close()
+	b, err := Open(dir, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := countCalls(b)
+	for _, k := range []Key{k, big} {
+		if _, ok := b.Lookup(k); !ok {
+			t.Fatalf("no hit of %v", k)
+		}
+	}
+	b.Close() // the writers' touches, if any, are made
+	if calls := f.take(); slices.Contains(calls, "utimes") {
+		t.Errorf("hits on entries just filled wrote their times: %v", calls)
 	}
 }
