@@ -10,18 +10,21 @@ package cache
 // another) sees either no entry or a whole one, and a process killed
 // during a fill leaves only a temporary file nothing reads, removed by a
 // later eviction. Two processes filling the same key write the same
-// bytes; the last rename wins. Readers check the CRC of what they read
-// (Check) and drop an entry that fails it, so a corrupted or torn entry
-// costs one refetch, never a wrong answer.
+// bytes; the last rename wins. Readers check the header and the CRC of
+// what they read (the cache's own store as it reads, read.go, or Check)
+// and drop an entry that fails, so a corrupted or torn entry costs one
+// refetch, never a wrong answer. Nothing is synced to the disk: a crash
+// that tears an entry is caught by the same check.
 //
 // Nothing in memory decides what is valid: the key carries the version,
 // and a new version is a new key. The in-memory counters are only
 // statistics and an estimate of the bytes in use, which eviction replaces
 // by what it finds on disk.
 //
-// Which objects are worth a version check is a hint kept in objects/ (the
-// version an object had when its ranges were last stored): an object with
-// none is fetched and stored without asking its version first.
+// Which objects are worth a version check is a hint kept in objects/ (a
+// symbolic link per object whose target is the version the object had
+// when its ranges were last stored): an object with none is fetched and
+// stored without asking its version first.
 //
 // Recency is the entry file's modification time, set after a hit by the
 // cache's writers (see touch); an
