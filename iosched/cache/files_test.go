@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/iosched/store"
 )
 
@@ -203,5 +204,14 @@ func TestTouchSkippedWhenRecent(t *testing.T) {
 	b.Close() // the writers' touches, if any, are made
 	if calls := f.take(); slices.Contains(calls, "utimes") {
 		t.Errorf("hits on entries just filled wrote their times: %v", calls)
+	}
+}
+
+// TestReadWholeUnsplit: the cache's store reads an entry only whole (a
+// part could not be checked), so the local scheduler that reads entries,
+// with its default tuning, must never split one it is given.
+func TestReadWholeUnsplit(t *testing.T) {
+	if iosched.DefaultRequestSize < readWholeMax {
+		t.Fatalf("entries of up to %d bytes are read whole, but a scheduler splits requests beyond %d", readWholeMax, iosched.DefaultRequestSize)
 	}
 }
