@@ -214,9 +214,12 @@ func (c *Cache) Dir() string { return filepath.Dir(c.dir) }
 // Size is the most bytes of entries the cache keeps.
 func (c *Cache) Size() int64 { return c.size }
 
+// entryPath is where the entry of key hash h lives: all entries in one
+// folder (the file system hashes its names), so that no fill makes a
+// folder; entries in folders below it, as a former layout kept them, are
+// counted and evicted like the others, never read.
 func (c *Cache) entryPath(h [32]byte) string {
-	x := hex.EncodeToString(h[:])
-	return filepath.Join(c.dir, "entries", x[:2], x)
+	return filepath.Join(c.dir, "entries", hex.EncodeToString(h[:]))
 }
 
 func (c *Cache) objectPath(object string) string {
@@ -441,8 +444,8 @@ func (c *Cache) write(h [32]byte, data, framed []byte) error {
 	if err == nil {
 		err = c.files.rename(tmp, final)
 		if err == syscall.ENOENT {
-			// The entry's folder is made on its first fill (not on
-			// every one: a system call on the path of each).
+			// The folder was removed under the process (a user
+			// clearing the cache): made again.
 			if err = os.MkdirAll(filepath.Dir(final), 0o755); err == nil {
 				err = c.files.rename(tmp, final)
 			}
