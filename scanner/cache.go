@@ -448,7 +448,9 @@ func (r *recordingStore) result() string {
 }
 
 // readEntries reads the entries of reqs at indexes hit into out, on the
-// local file domain, and checks each; it returns the indexes whose bytes
+// local file domain's scheduler, through the store the cache names for
+// each (its own, which checks an entry as it reads it, or the store of
+// local files), and checks each; it returns the indexes whose bytes
 // failed the check (those entries are dropped). An error means no entry
 // was read.
 func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache.Entry, hit []int, out [][]byte, prepare func(*iosched.Request)) ([]int, error) {
@@ -460,7 +462,7 @@ func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache
 	lreqs := make([]iosched.Request, len(hit))
 	for j, i := range hit {
 		e := entries[i]
-		lreqs[j] = iosched.Request{Store: h.Store, Name: filepath.ToSlash(e.Path), Offset: e.Offset, Length: e.Length,
+		lreqs[j] = iosched.Request{Store: cu.c.StoreFor(e, h.Store), Name: filepath.ToSlash(e.Path), Offset: e.Offset, Length: e.Length,
 			Priority: reqs[i].Priority, Buffer: reqs[i].Buffer, Alloc: reqs[i].Alloc}
 		if prepare != nil {
 			prepare(&lreqs[j])

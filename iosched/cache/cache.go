@@ -10,18 +10,21 @@ package cache
 // another) sees either no entry or a whole one, and a process killed
 // during a fill leaves only a temporary file nothing reads, removed by a
 // later eviction. Two processes filling the same key write the same
-// bytes; the last rename wins. Readers check the CRC of what they read
-// (Check) and drop an entry that fails it, so a corrupted or torn entry
-// costs one refetch, never a wrong answer.
+// bytes; the last rename wins. Readers check the header and the CRC of
+// what they read (the cache's own store as it reads, read.go, or Check)
+// and drop an entry that fails, so a corrupted or torn entry costs one
+// refetch, never a wrong answer. Nothing is synced to the disk: a crash
+// that tears an entry is caught by the same check.
 //
 // Nothing in memory decides what is valid: the key carries the version,
 // and a new version is a new key. The in-memory counters are only
 // statistics and an estimate of the bytes in use, which eviction replaces
 // by what it finds on disk.
 //
-// Which objects are worth a version check is a hint kept in objects/ (the
-// version an object had when its ranges were last stored): an object with
-// none is fetched and stored without asking its version first.
+// Which objects are worth a version check is a hint kept in objects/ (a
+// symbolic link per object whose target is the version the object had
+// when its ranges were last stored): an object with none is fetched and
+// stored without asking its version first.
 //
 // Recency is the entry file's modification time, set after a hit by the
 // cache's writers (see touch); an
@@ -42,11 +45,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -118,20 +123,24 @@ func (k Key) hash() [32]byte {
 }
 
 // Entry is a cached range found by Lookup: its bytes are Length bytes of
-// the file Path from Offset, and Check tells whether bytes read there are
-// the ones that were stored.
+// the file Path from Offset. It is read through StoreFor's store; Check
+// tells whether bytes read there are the ones that were stored.
 type Entry struct {
 	Path   string
 	Offset int64
 	Length int64
 	sum    uint32
+	summed bool // sum was read by Lookup; if not, reading the entry checks it
+	mtime  time.Time
 }
 
-// Check returns nil when data are the entry's bytes. Otherwise it removes
-// the entry, so that the range is fetched and stored anew, and returns an
-// error wrapping ErrCorrupt.
+// Check returns nil when data, read through StoreFor(e, …), are the
+// entry's bytes. Otherwise it removes the entry, so that the range is
+// fetched and stored anew, and returns an error wrapping ErrCorrupt. The
+// bytes of an entry that the cache's own store reads are checked by that
+// read (it fails on bytes that do not match): Check has nothing left to do.
 func (c *Cache) Check(e Entry, data []byte) error {
-	if int64(len(data)) == e.Length && crc32.Checksum(data, crcTable) == e.sum {
+	if !e.summed || int64(len(data)) == e.Length && crc32.Checksum(data, crcTable) == e.sum {
 		return nil
 	}
 	c.corrupt.Add(1)
@@ -154,6 +163,11 @@ type Cache struct {
 	hits, hitBytes, misses, stored, evictions, validations, corrupt, refused, errs atomic.Int64
 
 	fills fillQueue // see fill.go
+
+	files   fileCalls     // systemFiles; a test's that counts the calls
+	temps   atomic.Uint64 // the last temporary file's number in this process
+	tempTag string        // ".<process id>.": between a temporary file's entry name and number
+	entries *entryStore   // reads entries whole, checking them (read.go)
 }
 
 // Open returns the cache in directory dir (created if missing), holding
@@ -177,7 +191,8 @@ func Open(dir string, size int64) (*Cache, error) {
 	if size == 0 {
 		size = defaultSize(root)
 	}
-	c := &Cache{dir: root, size: size}
+	c := &Cache{dir: root, size: size, files: systemFiles{}, tempTag: "." + strconv.Itoa(os.Getpid()) + "."}
+	c.entries = &entryStore{c: c}
 	c.fills.bound = FillBytes
 	c.used.Store(c.count())
 	return c, nil
@@ -199,9 +214,12 @@ func (c *Cache) Dir() string { return filepath.Dir(c.dir) }
 // Size is the most bytes of entries the cache keeps.
 func (c *Cache) Size() int64 { return c.size }
 
+// entryPath is where the entry of key hash h lives: all entries in one
+// folder (the file system hashes its names), so that no fill makes a
+// folder; entries in folders below it, as a former layout kept them, are
+// counted and evicted like the others, never read.
 func (c *Cache) entryPath(h [32]byte) string {
-	x := hex.EncodeToString(h[:])
-	return filepath.Join(c.dir, "entries", x[:2], x)
+	return filepath.Join(c.dir, "entries", hex.EncodeToString(h[:]))
 }
 
 func (c *Cache) objectPath(object string) string {
@@ -213,84 +231,125 @@ func (c *Cache) objectPath(object string) string {
 // kept (its object is then fetched as one never seen).
 const maxVersionLen = 1024
 
+// An object's version note is a symbolic link whose target is the
+// version: one system call writes it (no file to open, write and close,
+// and no data block: a short target lives in the inode) and one reads it.
+
 // Known returns the version object last had when ranges of it were stored
 // (SetKnown), by any process: a hint of whether its version is worth
 // checking, never a key by itself.
 func (c *Cache) Known(object string) (string, bool) {
-	b, err := os.ReadFile(c.objectPath(object))
-	if err != nil || len(b) == 0 || len(b) > maxVersionLen {
+	var b [maxVersionLen + 1]byte
+	n, err := c.files.readlink(c.objectPath(object), b[:])
+	if err != nil || n <= 0 || n > maxVersionLen {
 		return "", false
 	}
-	return string(b), true
+	return string(b[:n]), true
 }
 
 // SetKnown notes version as object's (see Known). A failure to write it
-// only costs the next scan its check. The note is written in place, not
-// through a temporary file: a torn or empty one is only a wrong hint,
-// which costs a check or a fetch, never a wrong byte.
+// only costs the next scan its check. A note is replaced in place (removed,
+// then made), not through a temporary name: a missing or stale one is only
+// a wrong hint, which costs a check or a fetch, never a wrong byte.
 func (c *Cache) SetKnown(object, version string) {
-	if version == "" || len(version) > maxVersionLen {
+	if version == "" || len(version) > maxVersionLen || strings.IndexByte(version, 0) >= 0 {
+		return // a link's target holds no NUL
+	}
+	p := c.objectPath(object)
+	if c.files.symlink(version, p) == nil {
 		return
 	}
 	if old, ok := c.Known(object); ok && old == version {
 		return
 	}
-	os.WriteFile(c.objectPath(object), []byte(version), 0o644)
+	c.files.remove(p)
+	c.files.symlink(version, p)
 }
 
 func (c *Cache) seenPath(h [32]byte) string {
 	return filepath.Join(c.dir, "seen", hex.EncodeToString(h[:]))
 }
 
-// Lookup returns the entry of k if the cache has one whose header is
-// whole and names k, and marks it recently used. A hit is counted only
-// once its bytes pass Check (Hit); a miss is counted here.
+// Lookup returns the entry of k if the cache has one of the right size,
+// and marks it recently used. A range of a known length of at most
+// readWholeMax bytes costs one stat here, its header is checked by the
+// read (StoreFor); of any other, the header is read and checked here. A
+// hit is counted only once its bytes pass their check (Hit); a miss is
+// counted here.
 func (c *Cache) Lookup(k Key) (Entry, bool) {
 	h := k.hash()
 	p := c.entryPath(h)
-	e, err := readHeader(p, h)
+	var e Entry
+	var err error
+	if k.Length >= 0 && k.Length <= readWholeMax {
+		e, err = c.statEntry(p, k.Length)
+	} else {
+		e, err = c.readHeader(p, h)
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			c.corrupt.Add(1)
-			os.Remove(p) // a header that is not whole is never trusted
+			c.files.remove(p) // a header that is not whole is never trusted
 		}
 		c.misses.Add(1)
 		return Entry{}, false
 	}
 	if k.Length >= 0 && e.Length != k.Length {
 		c.corrupt.Add(1)
-		os.Remove(p)
+		c.files.remove(p)
 		c.misses.Add(1)
 		return Entry{}, false
 	}
-	c.touch(p)
+	c.touch(p, e.mtime)
 	return e, true
 }
 
+// statEntry returns the entry file p of a range of n bytes if its size is
+// that of a whole entry of n bytes; its header and bytes are checked as
+// they are read.
+func (c *Cache) statEntry(p string, n int64) (Entry, error) {
+	var st syscall.Stat_t
+	if err := c.files.stat(p, &st); err != nil {
+		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if st.Size != HeaderSize+n {
+		return Entry{}, fmt.Errorf("cache: %s: %d bytes, not an entry of %d", p, st.Size, n)
+	}
+	return Entry{Path: p, Offset: HeaderSize, Length: n, mtime: time.Unix(st.Mtim.Unix())}, nil
+}
+
 // readHeader reads and checks the header of entry file p of key hash h.
-// It is on the path of every hit, so it makes the fewest system calls: an
-// open, a read, a stat and a close (an os.File would also register with
-// the poller).
-func readHeader(p string, h [32]byte) (Entry, error) {
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+func (c *Cache) readHeader(p string, h [32]byte) (Entry, error) {
+	var st syscall.Stat_t
+	if err := c.files.stat(p, &st); err != nil {
+		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	fd, err := c.files.open(p, syscall.O_RDONLY, 0)
 	if err != nil {
 		return Entry{}, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	var hdr [HeaderSize]byte
-	var st syscall.Stat_t
-	got, err := syscall.Pread(fd, hdr[:], 0)
-	if err == nil {
-		err = syscall.Fstat(fd, &st)
-	}
-	syscall.Close(fd)
+	got, err := c.files.preadv(fd, [][]byte{hdr[:]}, 0)
+	c.files.close(fd)
 	if err != nil || got != HeaderSize {
 		return Entry{}, fmt.Errorf("cache: %s: short header (%d bytes): %v", p, got, err)
 	}
-	n := int64(binary.LittleEndian.Uint64(hdr[8:16]))
-	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 || st.Size != HeaderSize+n {
+	n, err := parseHeader(&hdr, h)
+	if err != nil || st.Size != HeaderSize+n {
 		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key", p)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20])}, nil
+	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), summed: true,
+		mtime: time.Unix(st.Mtim.Unix())}, nil
+}
+
+// parseHeader returns the length of the body an entry header names, if
+// it is a header of key hash h.
+func parseHeader(hdr *[HeaderSize]byte, h [32]byte) (int64, error) {
+	n := int64(binary.LittleEndian.Uint64(hdr[8:16]))
+	if [8]byte(hdr[:8]) != magic || [32]byte(hdr[24:56]) != h || n < 0 {
+		return 0, errors.New("not an entry of its key")
+	}
+	return n, nil
 }
 
 // Hit counts n bytes served from the cache.
@@ -356,23 +415,14 @@ func (c *Cache) secondTouch(h [32]byte) bool {
 
 // write fills the entry of h: a temporary file, whole, then renamed.
 // framed, if not nil, is data after HeaderSize bytes of room for the
-// header.
+// header, so that header and bytes go in one write. There is no fsync:
+// an entry a crash tears fails its checksum and is fetched again.
 func (c *Cache) write(h [32]byte, data, framed []byte) error {
 	final := c.entryPath(h)
-	tmpDir := filepath.Join(c.dir, "tmp")
-	f, err := os.CreateTemp(tmpDir, filepath.Base(final)+".*")
-	if errors.Is(err, fs.ErrNotExist) {
-		// The directory was removed under the process (a user clearing
-		// the cache): made again, so that fills do not fail until the
-		// process ends.
-		if err = os.MkdirAll(tmpDir, 0o755); err == nil {
-			f, err = os.CreateTemp(tmpDir, filepath.Base(final)+".*")
-		}
-	}
+	tmp, fd, err := c.createTemp(filepath.Base(final))
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return fmt.Errorf("cache: fill %s: %w", final, err)
 	}
-	tmp := f.Name()
 	var room [HeaderSize]byte
 	hdr := room[:]
 	if framed != nil {
@@ -384,26 +434,71 @@ func (c *Cache) write(h [32]byte, data, framed []byte) error {
 	binary.LittleEndian.PutUint32(hdr[16:20], crc32.Checksum(data, crcTable))
 	copy(hdr[24:56], h[:])
 	if framed != nil {
-		_, err = f.Write(framed)
-	} else if _, err = f.Write(hdr); err == nil {
-		_, err = f.Write(data)
+		err = c.writeAll(fd, framed)
+	} else if err = c.writeAll(fd, hdr); err == nil {
+		err = c.writeAll(fd, data)
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := c.files.close(fd); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, final)
-		if errors.Is(err, fs.ErrNotExist) {
-			// The entry's folder is made on its first fill (not on
-			// every one: a system call on the path of each).
+		err = c.files.rename(tmp, final)
+		if err == syscall.ENOENT {
+			// The folder was removed under the process (a user
+			// clearing the cache): made again.
 			if err = os.MkdirAll(filepath.Dir(final), 0o755); err == nil {
-				err = os.Rename(tmp, final)
+				err = c.files.rename(tmp, final)
 			}
 		}
 	}
 	if err != nil {
-		os.Remove(tmp)
+		c.files.remove(tmp)
 		return fmt.Errorf("cache: fill %s: %w", final, err)
+	}
+	return nil
+}
+
+// createTemp creates a new temporary file for the entry named base, and
+// returns its path and descriptor. Its name is unique in this process; a
+// file of the same name left by a dead process of the same id is passed
+// over (O_EXCL).
+func (c *Cache) createTemp(base string) (string, int, error) {
+	tmpDir := filepath.Join(c.dir, "tmp")
+	prefix := filepath.Join(tmpDir, base) + c.tempTag
+	made := false
+	for try := 0; ; try++ {
+		p := prefix + strconv.FormatUint(c.temps.Add(1), 10)
+		fd, err := c.files.open(p, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, 0o600)
+		switch {
+		case err == nil:
+			return p, fd, nil
+		case err == syscall.EEXIST && try < 100:
+			continue
+		case err == syscall.ENOENT && !made:
+			// The directory was removed under the process (a user
+			// clearing the cache): made again, so that fills do not
+			// fail until the process ends.
+			made = true
+			if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+				return "", -1, err
+			}
+			continue
+		}
+		return "", -1, &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+}
+
+// writeAll writes b to fd whole.
+func (c *Cache) writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := c.files.write(fd, b)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		b = b[n:]
 	}
 	return nil
 }

@@ -2,8 +2,11 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-segments/remote_segments/iosched/store"
 	"go.uber.org/goleak"
 )
 
@@ -24,16 +28,38 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// read returns the bytes of e as a reader of the entry file sees them.
-func read(t *testing.T, e Entry) []byte {
-	t.Helper()
-	f, err := os.Open(e.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+// readEntry returns the bytes of e as a scan reads them: through the
+// store StoreFor names (the store of local files: a plain read), then
+// Check.
+func readEntry(c *Cache, e Entry) ([]byte, error) {
 	b := make([]byte, e.Length)
-	if _, err := f.ReadAt(b, e.Offset); err != nil {
+	if st := c.StoreFor(e, nil); st != nil {
+		body, err := st.GetRange(context.Background(), e.Path, e.Offset, e.Length)
+		if err != nil {
+			return nil, err
+		}
+		defer body.Close()
+		if _, err := io.ReadFull(body, b); err != nil {
+			return nil, err
+		}
+	} else {
+		f, err := os.Open(e.Path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if _, err := f.ReadAt(b, e.Offset); err != nil {
+			return nil, err
+		}
+	}
+	return b, c.Check(e, b)
+}
+
+// read is readEntry, which must succeed.
+func read(t *testing.T, c *Cache, e Entry) []byte {
+	t.Helper()
+	b, err := readEntry(c, e)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -60,8 +86,8 @@ func TestPutLookup(t *testing.T) {
 	if !ok {
 		t.Fatal("miss after Put")
 	}
-	got := read(t, e)
-	if !bytes.Equal(got, data) || c.Check(e, got) != nil {
+	got := read(t, c, e)
+	if !bytes.Equal(got, data) {
 		t.Fatal("the entry's bytes are not the stored ones")
 	}
 	for _, other := range []Key{
@@ -93,10 +119,10 @@ func TestCorruptEntryDropped(t *testing.T) {
 	f.Close()
 	e, ok := c.Lookup(k)
 	if !ok {
-		t.Fatal("the header is whole: Lookup finds the entry, Check must catch it")
+		t.Fatal("the header is whole: Lookup finds the entry, its read must catch it")
 	}
-	if err := c.Check(e, read(t, e)); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Check of a flipped byte = %v, want ErrCorrupt", err)
+	if _, err := readEntry(c, e); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("read of a flipped byte = %v, want ErrCorrupt", err)
 	}
 	if _, ok := c.Lookup(k); ok {
 		t.Fatal("a corrupt entry is still found after Check dropped it")
@@ -191,14 +217,11 @@ func TestShared(t *testing.T) {
 			for i := 0; i < 200; i++ {
 				k := Key{Object: strconv.Itoa(i % 37), Version: "v", Length: 3000}
 				if e, ok := c.Lookup(k); ok {
-					f, err := os.Open(e.Path)
-					if err != nil {
+					got, err := readEntry(c, e)
+					if errors.Is(err, fs.ErrNotExist) || errors.Is(err, store.ErrNotFound) {
 						continue // replaced meanwhile: a reader falls back to the store
 					}
-					got := make([]byte, e.Length)
-					f.ReadAt(got, e.Offset)
-					f.Close()
-					if c.Check(e, got) != nil || !bytes.Equal(got, payload(i%37, 3000)) {
+					if err != nil || !bytes.Equal(got, payload(i%37, 3000)) {
 						t.Errorf("key %d: wrong bytes from a shared entry", i%37)
 					}
 					continue
@@ -258,8 +281,8 @@ func TestKilledDuringFill(t *testing.T) {
 			continue
 		}
 		found++
-		got := read(t, e)
-		if c.Check(e, got) != nil || !bytes.Equal(got, payload(i, 1<<20)) {
+		got, err := readEntry(c, e)
+		if err != nil || !bytes.Equal(got, payload(i, 1<<20)) {
 			t.Errorf("entry %d is trusted but wrong after the kill", i)
 		}
 	}

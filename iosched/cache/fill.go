@@ -17,7 +17,6 @@ package cache
 
 import (
 	"math/bits"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,14 +139,18 @@ func (c *Cache) queueLocked(f *fill) {
 // beyond it the memory starts afresh (a few touches again, no harm).
 const maxTouched = 1 << 16
 
-// touch marks entry file p recently used: its modification time is set
-// by a writer, off the path of the hit, at most once per touchEvery per
-// entry in this process. Recency only orders eviction, so a touch that
-// comes late, or not at all (the cache closed), costs nothing but
-// precision.
-func (c *Cache) touch(p string) {
-	fq := &c.fills
+// touch marks entry file p, last modified at mtime, recently used: its
+// modification time is set by a writer, off the path of the hit, at most
+// once per touchEvery per entry: not if the file's own time is that
+// recent (a fill or a touch by any process), nor if this process queued
+// one that recently. Recency only orders eviction, so a touch that comes
+// late, or not at all (the cache closed), costs nothing but precision.
+func (c *Cache) touch(p string, mtime time.Time) {
 	now := time.Now()
+	if d := now.Sub(mtime); d >= 0 && d < touchEvery {
+		return
+	}
+	fq := &c.fills
 	fq.mu.Lock()
 	if t, ok := fq.touched[p]; fq.closed || (ok && now.Sub(t) < touchEvery) {
 		fq.mu.Unlock()
@@ -183,8 +186,7 @@ func (c *Cache) writeFills() {
 		fq.q = fq.q[1:]
 		fq.mu.Unlock()
 		if f.touch != "" {
-			now := time.Now()
-			os.Chtimes(f.touch, now, now) // a failure only ages the entry
+			c.files.utimes(f.touch, time.Now()) // a failure only ages the entry
 			continue
 		}
 		// A failure to write is counted by Put; the scan has its bytes.

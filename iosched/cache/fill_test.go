@@ -33,8 +33,8 @@ func hasEntry(t *testing.T, c *Cache, k Key, want []byte) bool {
 	if !ok {
 		return false
 	}
-	got := read(t, e)
-	if err := c.Check(e, got); err != nil || !bytes.Equal(got, want) {
+	got, err := readEntry(c, e)
+	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("entry of %v holds other bytes (%v)", k, err)
 	}
 	return true

@@ -1,0 +1,213 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/store"
+)
+
+// countingFiles are the system's file calls, noted by name.
+type countingFiles struct {
+	systemFiles
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *countingFiles) note(name string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, name)
+	f.mu.Unlock()
+}
+
+// take returns the calls noted since the last take.
+func (f *countingFiles) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+func (f *countingFiles) open(p string, flags int, perm uint32) (int, error) {
+	f.note("open")
+	return f.systemFiles.open(p, flags, perm)
+}
+func (f *countingFiles) preadv(fd int, b [][]byte, off int64) (int, error) {
+	f.note("preadv")
+	return f.systemFiles.preadv(fd, b, off)
+}
+func (f *countingFiles) write(fd int, b []byte) (int, error) {
+	f.note("write")
+	return f.systemFiles.write(fd, b)
+}
+func (f *countingFiles) close(fd int) error { f.note("close"); return f.systemFiles.close(fd) }
+func (f *countingFiles) stat(p string, st *syscall.Stat_t) error {
+	f.note("stat")
+	return f.systemFiles.stat(p, st)
+}
+func (f *countingFiles) rename(a, b string) error {
+	f.note("rename")
+	return f.systemFiles.rename(a, b)
+}
+func (f *countingFiles) symlink(t, p string) error {
+	f.note("symlink")
+	return f.systemFiles.symlink(t, p)
+}
+func (f *countingFiles) readlink(p string, b []byte) (int, error) {
+	f.note("readlink")
+	return f.systemFiles.readlink(p, b)
+}
+func (f *countingFiles) remove(p string) error { f.note("remove"); return f.systemFiles.remove(p) }
+func (f *countingFiles) utimes(p string, t time.Time) error {
+	f.note("utimes")
+	return f.systemFiles.utimes(p, t)
+}
+
+// countCalls makes c's file calls counted.
+func countCalls(c *Cache) *countingFiles {
+	f := &countingFiles{}
+	c.files = f
+	return f
+}
+
+// TestFillCalls: a fill is one file created, written in one call, closed
+// and renamed into place (no stat of the target, no sync, no folder made
+// for it, also the first in a new cache), and noting an object's version
+// for the first time is one call.
+func TestFillCalls(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := countCalls(c)
+	k := Key{Object: "o", Version: "v", Length: 1000}
+	g := c.NewFillGroup()
+	g.Fill(k, payload(1, 1000), true)
+	g.Wait()
+	if got, want := f.take(), []string{"open", "write", "close", "rename", "symlink"}; !slices.Equal(got, want) {
+		t.Errorf("a fill made the calls %v, want %v", got, want)
+	}
+	if v, ok := c.Known("o"); !ok || v != "v" {
+		t.Fatalf("Known = %q, %v", v, ok)
+	}
+	// A new version replaces the note; the same one leaves it.
+	c.SetKnown("o", "v")
+	c.SetKnown("o", "w")
+	if v, ok := c.Known("o"); !ok || v != "w" {
+		t.Fatalf("Known = %q, %v after a new version", v, ok)
+	}
+	c.Close()
+}
+
+// TestHitCalls: a hit is a stat (Lookup), then one open, one read of the
+// header and the bytes together, and a close; the read checks them.
+func TestHitCalls(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := Key{Object: "o", Version: "v", Length: 5000}
+	if ok, err := c.Put(k, payload(3, 5000)); !ok || err != nil {
+		t.Fatalf("Put = %v, %v", ok, err)
+	}
+	f := countCalls(c)
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("no hit")
+	}
+	got, err := readEntry(c, e)
+	if err != nil || !bytes.Equal(got, payload(3, 5000)) {
+		t.Fatalf("read = %v", err)
+	}
+	if calls, want := f.take(), []string{"stat", "open", "preadv", "close"}; !slices.Equal(calls, want) {
+		t.Errorf("a hit made the calls %v, want %v", calls, want)
+	}
+}
+
+// TestCorruptReadIsPermanent: an entry whose bytes fail their checksum
+// fails its read as not found (a scheduler does not retry it: the entry
+// is removed), wrapping ErrCorrupt; an entry file holding another key's
+// header fails the same way.
+func TestCorruptReadIsPermanent(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a := Key{Object: "a", Version: "v", Length: 300}
+	b := Key{Object: "b", Version: "v", Length: 300}
+	c.Put(a, payload(1, 300))
+	c.Put(b, payload(2, 300))
+	ea, _ := c.Lookup(a)
+	eb, _ := c.Lookup(b)
+	hdr := make([]byte, HeaderSize)
+	fb, err := os.Open(eb.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb.ReadAt(hdr, 0)
+	fb.Close()
+	if err := os.WriteFile(ea.Path, append(hdr, payload(2, 300)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readEntry(c, ea)
+	if !errors.Is(err, ErrCorrupt) || !store.Permanent(err) {
+		t.Fatalf("read of an entry holding another key = %v, want ErrCorrupt, permanent", err)
+	}
+	if _, err := os.Stat(ea.Path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("the entry was not removed")
+	}
+	if st := c.Stats(); st.Corrupt != 1 {
+		t.Fatalf("Corrupt = %d, want 1", st.Corrupt)
+	}
+}
+
+// TestTouchSkippedWhenRecent: a hit on an entry whose file time is
+// recent (filled or touched by any process within touchEvery) writes no
+// time: a process that starts afresh (a CLI per query) does not write
+// one per hit.
+func TestTouchSkippedWhenRecent(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Object: "o", Version: "v", Length: 100}
+	big := Key{Object: "o", Version: "v", Length: readWholeMax + 1} // its header is read by Lookup
+	a.Put(k, payload(1, 100))
+	a.Put(big, payload(2, readWholeMax+1))
+	a.Close()
+	b, err := Open(dir, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := countCalls(b)
+	for _, k := range []Key{k, big} {
+		if _, ok := b.Lookup(k); !ok {
+			t.Fatalf("no hit of %v", k)
+		}
+	}
+	b.Close() // the writers' touches, if any, are made
+	if calls := f.take(); slices.Contains(calls, "utimes") {
+		t.Errorf("hits on entries just filled wrote their times: %v", calls)
+	}
+}
+
+// TestReadWholeUnsplit: the cache's store reads an entry only whole (a
+// part could not be checked), so the local scheduler that reads entries,
+// with its default tuning, must never split one it is given.
+func TestReadWholeUnsplit(t *testing.T) {
+	if iosched.DefaultRequestSize < readWholeMax {
+		t.Fatalf("entries of up to %d bytes are read whole, but a scheduler splits requests beyond %d", readWholeMax, iosched.DefaultRequestSize)
+	}
+}
