@@ -324,7 +324,7 @@ func (c *Cache) readHeader(p string, h [32]byte) (Entry, error) {
 	if err := c.files.stat(p, &st); err != nil {
 		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
 	}
-	fd, err := c.files.open(p, syscall.O_RDONLY, 0)
+	fd, err := c.files.open(p, syscall.O_RDONLY|noFollow, 0)
 	if err != nil {
 		return Entry{}, &fs.PathError{Op: "open", Path: p, Err: err}
 	}

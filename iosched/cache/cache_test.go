@@ -324,3 +324,60 @@ func TestConcurrentFillsKeepHotSet(t *testing.T) {
 		}
 	}
 }
+
+// TestPlantedLinksNotFollowed: an entry's name in the directory that is a
+// link (to a file with the right bytes, or to a FIFO) is a miss: the cache
+// reads only regular files of its own, never blocks on what it opens.
+func TestPlantedLinksNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Object: "http://h/x", Version: "etag:a", Length: 4096}
+	data := payload(3, 4096)
+	c.Put(k, data)
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("no entry after Put")
+	}
+	elsewhere := filepath.Join(t.TempDir(), "copy")
+	b, err := os.ReadFile(e.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(elsewhere, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{elsewhere, fifo} {
+		os.Remove(e.Path)
+		if err := os.Symlink(target, e.Path); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan bool)
+		go func() {
+			e2, ok := c.Lookup(k)
+			if ok {
+				_, err := readEntry(c, e2)
+				ok = err == nil
+			}
+			done <- ok
+		}()
+		select {
+		case ok := <-done:
+			if ok {
+				t.Fatalf("a link to %s in place of the entry was read as the entry", target)
+			}
+		case <-time.After(10 * time.Second):
+			// Unblock the open so the goroutine ends.
+			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			t.Fatalf("the read of a link to %s in place of the entry blocked", target)
+		}
+	}
+}

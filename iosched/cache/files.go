@@ -24,6 +24,14 @@ type fileCalls interface {
 	utimes(path string, t time.Time) error
 }
 
+// noFollow are the flags of every open of an entry to read. Nothing in the
+// cache's directory is a link to follow (a note is a link read, never
+// followed): stat is lstat, and an entry is opened neither through a link
+// nor blocking on a FIFO or device (a regular file ignores O_NONBLOCK), so
+// that what another user plants in a shared directory is a miss, not a
+// read of what it names, or an open that never returns.
+const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
 // systemFiles is fileCalls of the operating system.
 type systemFiles struct{}
 
@@ -55,7 +63,7 @@ func (systemFiles) write(fd int, b []byte) (int, error) {
 }
 
 func (systemFiles) close(fd int) error                         { return syscall.Close(fd) }
-func (systemFiles) stat(path string, st *syscall.Stat_t) error { return syscall.Stat(path, st) }
+func (systemFiles) stat(path string, st *syscall.Stat_t) error { return syscall.Lstat(path, st) }
 func (systemFiles) rename(from, to string) error               { return syscall.Rename(from, to) }
 func (systemFiles) symlink(target, path string) error          { return syscall.Symlink(target, path) }
 func (systemFiles) readlink(path string, b []byte) (int, error) {

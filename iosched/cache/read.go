@@ -67,7 +67,7 @@ func (s *entryStore) GetRange(ctx context.Context, name string, off, length int6
 	if err := ctx.Err(); err != nil {
 		return nil, s.fail(name, off, length, err)
 	}
-	fd, err := s.c.files.open(name, syscall.O_RDONLY, 0)
+	fd, err := s.c.files.open(name, syscall.O_RDONLY|noFollow, 0)
 	if err != nil {
 		if err == syscall.ENOENT {
 			err = store.ErrNotFound
