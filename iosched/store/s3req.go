@@ -232,9 +232,15 @@ func printable(s string, n int) string {
 
 // credentialsOf returns the provider of cfg's credentials, cached (the
 // SDK's chain asks a file, the environment or a metadata server; the cache
-// asks again only before they expire).
+// asks again only before they expire). A config without one (the SDK's
+// chain always sets one) fails every request instead of panicking.
 func credentialsOf(cfg aws.Config) aws.CredentialsProvider {
-	if _, ok := cfg.Credentials.(*aws.CredentialsCache); ok || cfg.Credentials == nil {
+	switch cfg.Credentials.(type) {
+	case nil:
+		return aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{}, errors.New("no credentials configured")
+		})
+	case *aws.CredentialsCache:
 		return cfg.Credentials
 	}
 	return aws.NewCredentialsCache(cfg.Credentials)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"go.uber.org/goleak"
 )
@@ -309,5 +310,13 @@ func TestChainEndpoint(t *testing.T) {
 		if got := chainEndpoint(cfg); got != c.want {
 			t.Errorf("%v: %q, want %q", c.env, got, c.want)
 		}
+	}
+}
+
+// TestCredentialsOfNone: a config without a credentials provider fails its
+// requests with an error, never a nil dereference.
+func TestCredentialsOfNone(t *testing.T) {
+	if _, err := credentialsOf(aws.Config{}).Retrieve(context.Background()); err == nil {
+		t.Fatal("no provider: credentials retrieved, want an error")
 	}
 }
