@@ -33,16 +33,13 @@ const maxListDepth = 16
 // document). Its errors say what in the document is wrong.
 func parseListPage(doc []byte) (s3Page, error) {
 	var (
-		p        s3Page
-		stack    [maxListDepth]string
-		depth    int
-		text     []byte // the text of the element open at depth, if kept
-		keep     bool   // whether text is collected: a leaf listPage reads
-		key      string
-		size     int64 = -1
-		haveKey  bool
-		prefixes int // len(p.prefixes) when the open CommonPrefixes began
-		sawRoot  bool
+		p       s3Page
+		stack   [maxListDepth]string
+		depth   int
+		text    []byte // the text of the element open at depth, if kept
+		keep    bool   // whether text is collected: a leaf listPage reads
+		open    openEntry
+		sawRoot bool
 	)
 	i := 0
 	for i < len(doc) {
@@ -98,7 +95,7 @@ func parseListPage(doc []byte) (s3Page, error) {
 				return s3Page{}, fmt.Errorf("an end tag </%s> that closes nothing open", printable(name, 64))
 			}
 			i += gt + 1
-			if err := closeElement(&p, stack[:depth], text, keep, &key, &size, &haveKey, &prefixes); err != nil {
+			if err := closeElement(&p, &open, stack[:depth], text, keep); err != nil {
 				return s3Page{}, err
 			}
 			depth--
@@ -137,15 +134,15 @@ func parseListPage(doc []byte) (s3Page, error) {
 			stack[depth] = name
 			depth++
 			if depth == 2 && name == "Contents" {
-				key, size, haveKey = "", -1, false
+				open = openEntry{size: -1}
 			}
 			if depth == 2 && name == "CommonPrefixes" {
-				prefixes = len(p.prefixes)
+				open.prefixes = len(p.prefixes)
 			}
 			keep = leaf(stack[:depth]) != ""
 			text = text[:0]
 			if selfClosing {
-				if err := closeElement(&p, stack[:depth], nil, keep, &key, &size, &haveKey, &prefixes); err != nil {
+				if err := closeElement(&p, &open, stack[:depth], nil, keep); err != nil {
 					return s3Page{}, err
 				}
 				depth--
@@ -177,9 +174,18 @@ func leaf(stack []string) string {
 	return ""
 }
 
+// openEntry is what the open Contents or CommonPrefixes element has said
+// so far.
+type openEntry struct {
+	key      string
+	size     int64 // -1 until its Size
+	haveKey  bool
+	prefixes int // len(s3Page.prefixes) when the CommonPrefixes began
+}
+
 // closeElement records what the element ending at the top of stack says,
 // text being its text when kept.
-func closeElement(p *s3Page, stack []string, text []byte, kept bool, key *string, size *int64, haveKey *bool, prefixes *int) error {
+func closeElement(p *s3Page, e *openEntry, stack []string, text []byte, kept bool) error {
 	if kept {
 		switch leaf(stack) {
 		case "IsTruncated":
@@ -197,13 +203,13 @@ func closeElement(p *s3Page, stack []string, text []byte, kept bool, key *string
 			if !utf8.Valid(text) {
 				return errors.New("a key that is not UTF-8")
 			}
-			*key, *haveKey = string(text), true
+			e.key, e.haveKey = string(text), true
 		case "Contents/Size":
 			n, err := strconv.ParseInt(strings.TrimSpace(string(text)), 10, 64)
 			if err != nil || n < 0 {
 				return fmt.Errorf("an object size %q", printable(string(text), 32))
 			}
-			*size = n
+			e.size = n
 		case "CommonPrefixes/Prefix":
 			if !utf8.Valid(text) {
 				return errors.New("a prefix that is not UTF-8")
@@ -211,14 +217,14 @@ func closeElement(p *s3Page, stack []string, text []byte, kept bool, key *string
 			p.prefixes = append(p.prefixes, string(text))
 		}
 	}
-	if len(stack) == 2 && stack[1] == "CommonPrefixes" && *prefixes == len(p.prefixes) {
+	if len(stack) == 2 && stack[1] == "CommonPrefixes" && e.prefixes == len(p.prefixes) {
 		return errors.New("a CommonPrefixes without its Prefix")
 	}
 	if len(stack) == 2 && stack[1] == "Contents" {
-		if !*haveKey || *size < 0 {
+		if !e.haveKey || e.size < 0 {
 			return errors.New("an object without its Key or Size")
 		}
-		p.objects = append(p.objects, ObjectInfo{Name: *key, Size: *size})
+		p.objects = append(p.objects, ObjectInfo{Name: e.key, Size: e.size})
 	}
 	return nil
 }
