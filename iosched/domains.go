@@ -117,6 +117,12 @@ func (d *Domains) Open(rawURL string, so store.Options, tuning Options) (*Hold, 
 				o.Parallelism = DefaultLocalParallelism
 			}
 		}
+		if key.store == "file" {
+			// A second read of a local file meets the same page cache and
+			// disk as the first: it cannot win, and on a busy machine
+			// (where a read looks stalled) it only doubles the work.
+			o.NoHedge = true
+		}
 		if so.MaxConns <= 0 {
 			so.MaxConns = o.Parallelism + o.Parallelism/8 + 1 // room for hedges
 		}

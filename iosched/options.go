@@ -74,7 +74,7 @@ type Options struct {
 	// known from at least HedgeMinSamples GETs) is sent once more, as long as
 	// hedges stay below HedgeFraction of all GETs (and of the parallelism at
 	// any moment: at most max(1, HedgeFraction·P) hedges run beside the P
-	// workers) and nothing is throttled.
+	// workers) and nothing is throttled. Domains sets it for local files.
 	NoHedge         bool
 	HedgeFloor      time.Duration
 	HedgeMinSamples int

@@ -41,6 +41,9 @@ type Config struct {
 	// UnionByName lets chunks differ in their columns: they are matched by
 	// name and a chunk without a column gives NULLs.
 	UnionByName bool
+	// MapLocal maps local files instead of reading them into the budget's
+	// buffers (mmap.go says which chunks and how a truncation is caught).
+	MapLocal bool
 	// Keep, when set, is applied by Bind as Select would be (a host's
 	// shard): the chunks it drops are never requested, not even by bind's
 	// prefetches (prefetch.go).

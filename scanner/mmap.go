@@ -16,13 +16,16 @@ import (
 	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
-// Local files are mapped, not read: the scheduler's worker maps a chunk's
-// range and faults its pages in (iosched.Request.Map), and the batches
-// reference the page cache's own pages until the chunk's lease closes,
-// which unmaps them. DuckDB's copy is then the only one: a read copies each
-// byte from the page cache into a buffer and DuckDB's copy reads it back,
-// one copy more per byte than a mapping (see BENCHMARKS.md, "Figures behind
-// the code").
+// With Config.MapLocal, local files are mapped, not read: the scheduler's
+// worker maps a chunk's range and faults its pages in
+// (iosched.Request.Map), and the batches reference the page cache's own
+// pages until the chunk's lease closes, which unmaps them. DuckDB's copy is
+// then the only one, where a read copies each byte from the page cache
+// into a buffer and DuckDB's copy reads it back. It is not the default:
+// whether one copy out of a mapping costs less than two out of the kernel's
+// and the pool's memory depends on the machine, and on a virtual machine
+// the mapping's copy alone can cost more than both (see BENCHMARKS.md,
+// "Figures behind the code").
 //
 // A mapping is not private: another process may write or truncate the file
 // under the scan. So

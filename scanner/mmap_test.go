@@ -13,10 +13,11 @@ import (
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
 
-// Local chunks above mapMin are read from mappings, whole files and
-// streams alike, with the right answers; every mapping is gone once the
-// scan is closed. Over HTTP, the same chunks are read. (The first chunk
-// may be the copy bind read.)
+// With MapLocal, local chunks above mapMin are read from mappings, whole
+// files and streams alike, with the right answers; every mapping is gone
+// once the scan is closed. Without it (the default), and over HTTP, the
+// same chunks are read into buffers. (The first chunk may be the copy bind
+// read.)
 func TestLocalChunksMapped(t *testing.T) {
 	dir := t.TempDir()
 	stats, err := datagen.Write(dir, datagen.Spec{Segments: 2, ChunksPerSegment: 2, RowsPerChunk: 200000, BatchesPerChunk: 1, Seed: 11})
@@ -30,8 +31,9 @@ func TestLocalChunksMapped(t *testing.T) {
 		seg, _, _ := strings.Cut(strings.TrimPrefix(c, "segment="), "/")
 		rows = append(rows, Row{"url": filepath.Join(dir, "chunks", c+".arrow"), "segment_id": seg})
 	}
-	for _, local := range []bool{true, false} {
-		cfg := Config{Process: testProcess(t), Rows: rows}
+	for _, mode := range []struct{ local, mapLocal bool }{{true, true}, {true, false}, {false, true}} {
+		local := mode.local
+		cfg := Config{Process: testProcess(t), Rows: rows, MapLocal: mode.mapLocal}
 		if !local {
 			cfg.Rows = nil
 			for _, r := range rows {
@@ -77,13 +79,17 @@ func TestLocalChunksMapped(t *testing.T) {
 		scan.Close()
 		checkSegments(t, stats, got, sumX)
 		switch {
-		case local && (mapped != batches || peak == 0):
-			t.Errorf("local: %d of %d batches mapped, at most %d mappings at once; want all, and some", mapped, batches, peak)
+		case batches == 0:
+			t.Errorf("%+v: no batch after the first chunk", mode)
+		case local && mode.mapLocal && (mapped != batches || peak == 0):
+			t.Errorf("local, mapped: %d of %d batches mapped, at most %d mappings at once; want all, and some", mapped, batches, peak)
+		case local && !mode.mapLocal && (mapped != 0 || peak != 0):
+			t.Errorf("local, read: %d of %d batches mapped, at most %d mappings at once; want none", mapped, batches, peak)
 		case !local && mapped != 0:
 			t.Errorf("http: %d of %d batches mapped, want none", mapped, batches)
 		}
 		if n := storetest.Mappings(t, 0, dir); n != 0 {
-			t.Errorf("local %v: %d mappings left after the scan", local, n)
+			t.Errorf("%+v: %d mappings left after the scan", mode, n)
 		}
 	}
 }

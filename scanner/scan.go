@@ -113,7 +113,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.cache, s.endCache = p.useCache(s.ctx, s.id)
 	s.estimate = p.firstLen
-	s.mappable = mappable(p.Schema)
+	s.mappable = p.cfg.MapLocal && mappable(p.Schema)
 	s.counted = len(fields) == 0 && rowsKnown(p.Chunks)
 	if s.counted {
 		s.absent = make([]int, len(p.Schema.Fields()))

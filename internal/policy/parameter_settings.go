@@ -47,6 +47,7 @@ var parameterDocs = map[string]string{
 	"request_timeout":      "timeout of one remote_segments request, such as '30s'",
 	"hedge":                "re-issue a remote_segments request slower than its peers' p95 (default true)",
 	"union_by_name":        "remote_segments: chunks may differ in columns; unify them by name (default false)",
+	"local_mmap":           "remote_segments: map local files instead of reading them into buffers (default false)",
 	"s3_endpoint":          "S3 endpoint URL for remote_segments, such as 'http://127.0.0.1:7070'",
 	"s3_region":            "S3 region for remote_segments",
 	"s3_url_style":         "S3 URL style for remote_segments: 'vhost' or 'path'",

@@ -109,6 +109,10 @@ var namedParameters = []namedParameter{
 		c.UnionByName, err = boolean(v)
 		return err
 	}},
+	{"local_mmap", Boolean, func(c *scanner.Config, v string) (err error) {
+		c.MapLocal, err = boolean(v)
+		return err
+	}},
 	{"s3_endpoint", Varchar, func(c *scanner.Config, v string) error { c.Store.S3Endpoint = v; return nil }},
 	{"s3_region", Varchar, func(c *scanner.Config, v string) error { c.Store.S3Region = v; return nil }},
 	{"s3_url_style", Varchar, func(c *scanner.Config, v string) error {

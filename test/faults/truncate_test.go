@@ -27,14 +27,18 @@ import (
 	"github.com/remote-segments/remote_segments/test/sqllogictest"
 )
 
-// Local chunks are read from mappings of their files (scanner/mmap.go),
-// which another process may change while DuckDB copies from them.
-// TestChangedDuringScan is the matrix
+// Local chunks are read into buffers, or with local_mmap from mappings of
+// their files (scanner/mmap.go), which another process may change while
+// DuckDB copies from them. TestChangedDuringScan is the matrix
 //
 //	change {truncate to half, overwrite with 0xff}
 //	× codec {none, LZ4, ZSTD} × format {IPC file, stream}
 //	× column kind {int64, utf8, fixed_size_binary(32), bool, dictionary(utf8)}
 //	× host {CLI + the C API v1.2.0 file, CLI + the 2.0 edition, the Go-driver host}
+//	× local_mmap {true, false}
+//
+// (the sample of `make test` maps in two thirds of its runs, the path with
+// more ways to go wrong, and reads in the rest).
 //
 // Each run scans four chunks of one cell (four files holding the same chunk:
 // two columns, x int64 and v of the cell's kind, 16 batches, over the
@@ -273,10 +277,15 @@ type changeCell struct {
 	change fileChange
 	format datagen.IPCFormat
 	kind   columnKind
+	mapped bool // local_mmap
 }
 
 func (c changeCell) String() string {
-	return fmt.Sprintf("%s %s %s %s %s", c.host, c.change, formatName(c.format), c.format.Codec, c.kind)
+	how := "read"
+	if c.mapped {
+		how = "mapped"
+	}
+	return fmt.Sprintf("%s %s %s %s %s %s", c.host, c.change, formatName(c.format), c.format.Codec, c.kind, how)
 }
 
 func formatName(f datagen.IPCFormat) string {
@@ -341,29 +350,31 @@ func TestChangedDuringScan(t *testing.T) {
 				}
 				for hi, h := range hosts {
 					for _, change := range []fileChange{truncateHalf, overwriteFF} {
-						cell := changeCell{host: h.name, change: change, format: format, kind: kind}
-						k := runs
-						if runs == 0 { // the sample: one change of the two
-							k = 0
-							if int(change) == (n+hi)%2 {
-								k = 1
+						for _, mapped := range []bool{true, false} {
+							cell := changeCell{host: h.name, change: change, format: format, kind: kind, mapped: mapped}
+							k := runs
+							if runs == 0 { // the sample: one change of the two, mapped in two runs of three
+								k = 0
+								if int(change) == (n+hi)%2 && mapped == ((n+hi)%3 != 0) {
+									k = 1
+								}
 							}
-						}
-						if k == 0 {
-							continue
-						}
-						tl := tallies[cell]
-						if tl == nil {
-							tl = &changeTally{byWording: map[string]int{}}
-							tallies[cell] = tl
-							order = append(order, cell)
-						}
-						for run := range k {
-							runChange(t, h, cell, data, chunk, intact, (n/2+hi+run)%2 == 1, tl)
-						}
-						if runs > 0 { // progress, for a long stress run
-							t.Logf("%s: %d runs, %d failed cleanly, %d answered, %d crashes, %d other violations (%v)",
-								cell, tl.runs, tl.failed, tl.answered, tl.crashes, tl.violations, time.Since(start).Round(time.Second))
+							if k == 0 {
+								continue
+							}
+							tl := tallies[cell]
+							if tl == nil {
+								tl = &changeTally{byWording: map[string]int{}}
+								tallies[cell] = tl
+								order = append(order, cell)
+							}
+							for run := range k {
+								runChange(t, h, cell, data, chunk, intact, (n/2+hi+run)%2 == 1, tl)
+							}
+							if runs > 0 { // progress, for a long stress run
+								t.Logf("%s: %d runs, %d failed cleanly, %d answered, %d crashes, %d other violations (%v)",
+									cell, tl.runs, tl.failed, tl.answered, tl.crashes, tl.violations, time.Since(start).Round(time.Second))
+							}
 						}
 					}
 				}
@@ -454,8 +465,8 @@ func runChange(t *testing.T, h *changeHost, cell changeCell, data changeData, ch
 		for range w.events {
 		}
 	}()
-	query := fmt.Sprintf("SELECT count(*), sum(x), max(md5(repeat(CAST(v AS VARCHAR) || x, %d))) FROM remote_segments('%s/*.arrow', memory_budget := '%s')",
-		cell.kind.repeat(), dir, changeBudget)
+	query := fmt.Sprintf("SELECT count(*), sum(x), max(md5(repeat(CAST(v AS VARCHAR) || x, %d))) FROM remote_segments('%s/*.arrow', memory_budget := '%s', local_mmap := %t)",
+		cell.kind.repeat(), dir, changeBudget, cell.mapped)
 	r, qerr := c.try(query, 3*time.Minute)
 	w.close()
 	didChange := <-changed
@@ -588,12 +599,12 @@ func (w *chunkWatch) close() {
 // changeTable is the outcome of every cell, one row each.
 func changeTable(order []changeCell, tallies map[changeCell]*changeTally) string {
 	var b strings.Builder
-	b.WriteString("| host | change | format | codec | column | runs | query failed cleanly | answered | crashes | other violations |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| host | change | format | codec | column | local_mmap | runs | query failed cleanly | answered | crashes | other violations |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var total changeTally
 	wordings := map[string]int{}
 	for _, c := range order {
 		tl := tallies[c]
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %d | %d | %d |\n", c.host, c.change, formatName(c.format), c.format.Codec, c.kind,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %t | %d | %d | %d | %d | %d |\n", c.host, c.change, formatName(c.format), c.format.Codec, c.kind, c.mapped,
 			tl.runs, tl.failed, tl.answered, tl.crashes, tl.violations)
 		total.runs, total.failed, total.answered = total.runs+tl.runs, total.failed+tl.failed, total.answered+tl.answered
 		total.crashes, total.violations = total.crashes+tl.crashes, total.violations+tl.violations
@@ -601,7 +612,7 @@ func changeTable(order []changeCell, tallies map[changeCell]*changeTally) string
 			wordings[c.change.String()+": "+w] += k
 		}
 	}
-	fmt.Fprintf(&b, "| all | | | | | %d | %d | %d | %d | %d |\n", total.runs, total.failed, total.answered, total.crashes, total.violations)
+	fmt.Fprintf(&b, "| all | | | | | | %d | %d | %d | %d | %d |\n", total.runs, total.failed, total.answered, total.crashes, total.violations)
 	b.WriteString("\nThe failed runs' errors (first line; the run's directory is DIR, numbers N):\n\n")
 	keys := make([]string, 0, len(wordings))
 	for w := range wordings {
@@ -640,14 +651,14 @@ func writeChangeSection(t *testing.T, path string, runs int, order []changeCell,
 	b.WriteString("The last `make stress-truncate` (" + strconv.Itoa(runs) + " runs of every cell, " + took.Round(time.Minute).String() + ", " +
 		time.Now().UTC().Format("2006-01-02") + ", on a machine shared with other jobs): TestChangedDuringScan\n" +
 		"(test/faults/truncate_test.go, whose comment gives the rules) scans four local files holding one chunk of\n" +
-		"about 1.5 MiB (16 batches, x int64 and a column of the row's kind, mapped where the kind allows), hashing every row\n" +
+		"about 1.5 MiB (16 batches, x int64 and a column of the row's kind; with local_mmap, mapped where the kind allows), hashing every row\n" +
 		"slowly, and another process truncates every chunk file to half or overwrites it with 0xff as the scan\n" +
 		"opens or has read its second chunk. **Query failed cleanly**: an error naming the chunk's file URL (for\n" +
 		"a truncation: the file changed or was truncated, or its range lies past the end); **answered**: the\n" +
 		"right count and sum after a truncation, any answer after an overwrite; **crashes**: the host died or\n" +
 		"hung; **other violations**: a Go runtime message, an error not naming the chunk, a wrong answer to the\n" +
 		"next query (an intact chunk), a mapping left behind (a failed run with a violation counts in both). In `make test` each codec × format × column ×\n" +
-		"host runs once.\n\n")
+		"host runs once (one change, mapped in two runs of three).\n\n")
 	b.WriteString(changeTable(order, tallies))
 	if tail != "" {
 		b.WriteString("\n" + tail)
