@@ -16,14 +16,13 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
-// GETs and HEADs of objects, the requests a scan makes by the thousand, are
+// GETs, HEADs and listings, the requests a scan makes by the thousand, are
 // built and signed here (Signature Version 4, the SDK's signer) and sent on
 // the store's own client, not through the SDK's operation stack: its
 // middleware (endpoint rules, retry, checksum and logging steps, output
 // deserialization) costs more CPU per request than the rest of a ranged
 // read, and a host that runs the scan beside DuckDB's threads has that CPU
-// to spare only at a lower rate. Listings, a few pages a query, still go
-// through the SDK.
+// to spare only at a lower rate. A listing's pages are read by s3list.go.
 
 // emptyPayloadHash is the SHA-256 of an empty body, the payload hash of a
 // GET or HEAD (sent as X-Amz-Content-Sha256, which S3 requires).
