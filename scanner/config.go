@@ -87,6 +87,10 @@ type Config struct {
 	// startingCapFloor replaces budget.DefaultMin as the starting cap's minimum (tests
 	// watch the cap grow from a small starting cap); 0 means budget.DefaultMin.
 	startingCapFloor int64
+	// readyWakeAfter replaces wakeAfter, how long a queued batch waits
+	// for a wake at most (tests take the timer away to see that the scan
+	// needs none); 0 means wakeAfter.
+	readyWakeAfter time.Duration
 }
 
 // The explicit values of Config fields whose zero means "the default".

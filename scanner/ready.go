@@ -3,6 +3,24 @@ package scanner
 import (
 	"context"
 	"sync"
+	"time"
+)
+
+// A consumer on DuckDB's threads that sleeps and wakes pays for waking a
+// thread and handing it a P, which costs more than taking a small batch.
+// So a queued batch does not always wake a consumer at once: the queue
+// waits for work worth the wake (wakeRows rows, or wakeBatches batches),
+// unless nothing more can come without a consumer. That is when no chunk
+// is in flight (started and not yet put): the producers then wait for a
+// lookahead slot or for budget that only a consumer gives back, and a
+// consumer asleep beside the batches that hold them would wedge the scan.
+// wakeAfter bounds how long a batch waits for company in any case: a
+// chunk in flight may take long (a slow request), and its batch must not
+// keep the first rows of a LIMIT waiting.
+const (
+	// wakeRows is a few of DuckDB's vectors of rows.
+	wakeRows  = 4 * 2048
+	wakeAfter = time.Millisecond
 )
 
 // readyQueue holds decoded batches until a thread takes them: in any order,
@@ -22,12 +40,46 @@ type readyQueue struct {
 	// waiting counts the consumers waiting in pop that no wake has reached
 	// yet; woken counts the wakes given (wakeLocked).
 	waiting, woken int
+	// started counts the chunks started (start); started-done are in
+	// flight. rows is the rows of the batches in q.
+	started int
+	rows    int64
+	// wakeBatches is how many queued batches are worth a wake (see
+	// wakeRows); one, the default, wakes a consumer for every batch.
+	wakeBatches int
+	// wakeAfter is how long a batch waits for a wake at most; timer is
+	// armed while a batch waits for one.
+	wakeAfter time.Duration
+	timer     *time.Timer
+	armed     bool
 }
 
 func newReadyQueue(total int, ordered bool) *readyQueue {
-	r := &readyQueue{ordered: ordered, total: total, pending: map[int][]*Batch{}}
+	r := &readyQueue{ordered: ordered, total: total, pending: map[int][]*Batch{}, wakeBatches: 1, wakeAfter: wakeAfter}
 	r.cond = sync.NewCond(&r.mu)
 	return r
+}
+
+// setWakeBatches sets wakeBatches, n ≥ 1.
+func (r *readyQueue) setWakeBatches(n int) {
+	r.mu.Lock()
+	r.wakeBatches = n
+	r.mu.Unlock()
+}
+
+// start counts a chunk in flight until its put.
+func (r *readyQueue) start() {
+	r.mu.Lock()
+	r.started++
+	r.mu.Unlock()
+}
+
+// batchRows is b's rows (none for a batch without a record).
+func batchRows(b *Batch) int64 {
+	if b == nil || b.Record == nil {
+		return 0
+	}
+	return b.Record.NumRows()
 }
 
 // put queues chunk i's batches (possibly none). After close or an error
@@ -57,21 +109,40 @@ func (r *readyQueue) put(i int, batches []*Batch) {
 			r.next++
 		}
 	}
-	r.wakeLocked(len(r.q) - queued)
+	for _, b := range r.q[queued:] {
+		r.rows += batchRows(b)
+	}
+	r.wakeLocked(false /* not the timer */)
 }
 
-// wakeLocked wakes a waiting consumer for each of n batches just queued,
-// and every one at the end of the scan. One batch wakes one consumer: on
-// DuckDB's threads a consumer that wakes runs on its own thread, which the
-// runtime must wake and hand a P to, and a consumer woken for a batch
-// another one takes goes back to sleep having paid for both, once per
-// chunk of a scan of small chunks.
-func (r *readyQueue) wakeLocked(n int) {
+// wakeLocked wakes waiting consumers for the queued batches when they are
+// worth a wake, when no chunk is in flight, or when the timer is up (see
+// wakeRows); every one at the end of the scan. Else it arms the timer.
+// A consumer woken runs on its own thread, which the runtime must wake
+// and hand a P to, and one woken for a batch another one takes goes back
+// to sleep having paid for both: a wake for each worth of work, no more.
+func (r *readyQueue) wakeLocked(timeUp bool) {
 	if r.done == r.total && len(r.pending) == 0 {
 		r.broadcastLocked()
 		return
 	}
-	n = min(n, r.waiting)
+	if r.waiting == 0 || len(r.q) == 0 {
+		return
+	}
+	n := max(len(r.q)/r.wakeBatches, int(r.rows/wakeRows))
+	if n == 0 && !timeUp && r.started > r.done {
+		if !r.armed {
+			r.armed = true
+			if r.timer == nil {
+				r.timer = time.AfterFunc(r.wakeAfter, r.timeUp)
+			} else {
+				r.timer.Reset(r.wakeAfter)
+			}
+		}
+		return
+	}
+	r.stopTimerLocked()
+	n = min(max(n, 1), r.waiting)
 	r.waiting -= n
 	r.woken += n
 	for range n {
@@ -79,8 +150,26 @@ func (r *readyQueue) wakeLocked(n int) {
 	}
 }
 
+// timeUp wakes a consumer for batches that waited wakeAfter.
+func (r *readyQueue) timeUp() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.armed {
+		r.armed = false
+		r.wakeLocked(true /* the timer */)
+	}
+}
+
+func (r *readyQueue) stopTimerLocked() {
+	if r.armed {
+		r.armed = false
+		r.timer.Stop()
+	}
+}
+
 // broadcastLocked wakes every waiting consumer.
 func (r *readyQueue) broadcastLocked() {
+	r.stopTimerLocked()
 	r.woken += r.waiting
 	r.waiting = 0
 	r.cond.Broadcast()
@@ -119,6 +208,7 @@ func (r *readyQueue) takeLocked() (*Batch, error, bool) {
 		b := r.q[0]
 		r.q[0] = nil
 		r.q = r.q[1:]
+		r.rows -= batchRows(b)
 		return b, nil, true
 	case r.done == r.total && len(r.pending) == 0:
 		r.drained = true
@@ -147,7 +237,7 @@ func (r *readyQueue) close() {
 	r.mu.Lock()
 	r.closed = true
 	q, pending := r.q, r.pending
-	r.q, r.pending = nil, map[int][]*Batch{}
+	r.q, r.pending, r.rows = nil, map[int][]*Batch{}, 0
 	r.broadcastLocked()
 	r.mu.Unlock()
 	for _, b := range q {

@@ -157,6 +157,9 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		queued = 0 // Next hands the counts out itself
 	}
 	s.ready = newReadyQueue(queued, p.cfg.Ordered)
+	if p.cfg.readyWakeAfter > 0 {
+		s.ready.wakeAfter = p.cfg.readyWakeAfter
+	}
 	s.progress = newProgress(p.Chunks)
 	if !s.counted && p.Chunks.Len() > 1 && p.Chunks.At(0).DecodedBytes < 0 && !p.firstPlain {
 		s.probe = make(chan struct{})
@@ -187,6 +190,9 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	s.budget.SetCap(min(capacity, startingCap(largest, parallel, p.cfg.RequestSize, p.cfg.startingCapFloor)))
 	s.ahead = make(chan struct{}, max(1, s.share(s.ioStart, s.ioStart.Workers)))
+	// Half the lookahead queued is worth a wake: the other half can be in
+	// flight while the consumer wakes, and no more can be queued (wakeRows).
+	s.ready.setWakeBatches(max(1, cap(s.ahead)/2))
 	if p.cfg.Trace != "" {
 		s.trace = newTraceWriter(p.cfg.Trace, s.id, s.start)
 		p.cfg.Process.traces.add(s.id, s.trace)
@@ -338,6 +344,7 @@ func (s *Scan) planChunks() {
 			<-s.slots
 			return // cancelled: Close or an earlier failure
 		}
+		s.ready.start()
 		s.startChunk(chunkJob{i: i, c: c, lease: lease, project: project})
 		if i == 0 && s.probe != nil {
 			select {

@@ -164,6 +164,13 @@ func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at
 		}
 		bs := make([]*memory.Buffer, nbufs)
 		for i := range bs {
+			if i == 0 && n.Nulls == 0 {
+				// An array of no nulls has no validity bitmap, whatever
+				// buffer the file gives it (as arrow-go reads it): one of
+				// zeros beside a null count of 0 would make an array
+				// whose null count and bitmap disagree.
+				continue
+			}
 			if bs[i], err = take(first + i); err != nil {
 				return nil, err
 			}

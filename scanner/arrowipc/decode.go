@@ -2,7 +2,8 @@
 // reached through byte-range fetches: it checks their framing, reads their
 // flatbuffer metadata with its own bounds-checked reader, reads only some
 // columns of a file (the projected reader), validates every decoded array,
-// and decodes whole chunks with arrow-go.
+// and decodes whole chunks: files with the projected reader's assembler,
+// streams and dictionaries with arrow-go.
 //
 // It owns the Arrow IPC format and nothing else: it knows no catalog, no
 // store, no scheduler and no budget. It must not import scanner, its
@@ -86,6 +87,12 @@ var fileMagic = []byte("ARROW1")
 // batches belong to the caller (Release each); on error none are returned.
 // A malformed input is an error wrapping ErrMalformed, never a panic.
 func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []arrow.RecordBatch, err error) {
+	return decode(data, mem, true /* assemble files */)
+}
+
+// decode is Decode; assemble false leaves a file of the native byte order
+// to arrow-go's reader too, the oracle the tests hold the assembler to.
+func decode(data []byte, mem memory.Allocator, assemble bool) (schema *arrow.Schema, batches []arrow.RecordBatch, err error) {
 	guard := newAllocGuard(mem)
 	mem = guard
 	defer func() {
@@ -106,11 +113,13 @@ func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []
 	if err != nil {
 		return nil, nil, err
 	}
-	if fr.Foreign {
-		// The projected reader's assembler reads a chunk of the other
-		// byte order into native-order copies (decodeForeign); only
-		// dictionaries, which it does not read, are left to arrow-go.
-		schema, batches, err = decodeForeign(data, mem)
+	if fr.Foreign || assemble && bytes.HasPrefix(data, fileMagic) {
+		// The projected reader's assembler reads a file, whose schema
+		// it takes from the footer once for many files alike
+		// (footerSchemas), and a chunk of the other byte order, into
+		// native-order copies (decodeAssembled); only dictionaries,
+		// which it does not read, are left to arrow-go.
+		schema, batches, err = decodeAssembled(data, mem, fr.Foreign)
 		if err == nil {
 			err = validateBatches(batches)
 		}
@@ -121,6 +130,8 @@ func Decode(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []
 			}
 			return schema, batches, nil
 		}
+	}
+	if fr.Foreign {
 		// arrow-go swaps the buffers of the other byte order in place,
 		// and it must (it checks offsets as it builds each array, before
 		// a caller could swap them): it gets bytes of its own, never the

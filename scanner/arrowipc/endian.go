@@ -24,17 +24,21 @@ import (
 // reader, which builds its arrays itself, makes native-order copies of the
 // buffers that need one (byteOrderSwap).
 
-// decodeForeign decodes a whole IPC file or stream of the other byte order
-// (the framing checked) with the projected reader's assembler: every
-// column of every batch, the buffers that need it swapped into copies
-// (byteOrderSwap), the others referencing data, which is never written.
-// arrow-go's own swap, in place, dereferences the absent buffer of a
-// decimal or month-day-nano array of no rows (an empty list's child). The
-// returned schema is marked native. ErrDictionaries: the chunk has
-// dictionaries, which the assembler does not read.
-func decodeForeign(data []byte, mem memory.Allocator) (schema *arrow.Schema, batches []arrow.RecordBatch, err error) {
-	swap := newByteOrderSwap(mem)
-	defer swap.release()
+// decodeAssembled decodes a whole IPC file, or a file or stream of the
+// other byte order (foreign), the framing checked, with the projected
+// reader's assembler: every column of every batch, referencing data,
+// which is never written; of a foreign chunk, the buffers that need it
+// swapped into copies (byteOrderSwap). arrow-go's own swap, in place,
+// dereferences the absent buffer of a decimal or month-day-nano array of
+// no rows (an empty list's child). The returned schema is marked native.
+// ErrDictionaries: the chunk has dictionaries, which the assembler does
+// not read.
+func decodeAssembled(data []byte, mem memory.Allocator, foreign bool) (schema *arrow.Schema, batches []arrow.RecordBatch, err error) {
+	var swap *byteOrderSwap
+	if foreign {
+		swap = newByteOrderSwap(mem)
+		defer swap.release()
+	}
 	defer func() {
 		if err != nil {
 			ReleaseAll(batches)
@@ -57,6 +61,9 @@ func decodeForeign(data []byte, mem memory.Allocator) (schema *arrow.Schema, bat
 		footer, _, err := readIPCFooter(int64(len(data)), int64(len(data)), fetchFrom(data, new(int64)))
 		if err != nil {
 			return nil, nil, err
+		}
+		if footer.foreign != foreign {
+			return nil, nil, fmt.Errorf("%w: IPC footer: its schema's byte order is not the framing's", ErrMalformed)
 		}
 		schema = footer.Schema
 		for _, blk := range footer.Batches {

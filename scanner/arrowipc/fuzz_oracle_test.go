@@ -88,7 +88,7 @@ func FuzzProjectedMatchesArrow(f *testing.F) {
 					t.Fatalf("projected batch %d has %d columns, want %d", i, b.NumCols(), len(cols))
 				}
 			}
-			all, want, derr := Decode(data, mem)
+			all, want, derr := decode(data, mem, false /* arrow-go's reader */)
 			if derr == nil {
 				if !all.Equal(schema) {
 					t.Fatalf("schemas differ:\nprojected %s\narrow-go  %s", schema, all)
@@ -109,6 +109,56 @@ func FuzzProjectedMatchesArrow(f *testing.F) {
 				ReleaseAll(want)
 			}
 			ReleaseAll(got)
+		}
+	})
+}
+
+// FuzzDecodeMatchesArrow: Decode (the assembler, a schema from the memo
+// of footers) and arrow-go's reader must agree on the same bytes whenever
+// both accept them: same schema, equal batches. Each input is decoded
+// twice, the second time with its footer's schema from the memo. (They
+// may differ on what they refuse: arrow-go refuses a body whose length is
+// not a multiple of 8, Decode a schema whose byte order the framing reads
+// otherwise.)
+func FuzzDecodeMatchesArrow(f *testing.F) {
+	for _, s := range ipcSeeds(f) {
+		if _, batches, err := Decode(s, memory.DefaultAllocator); err != nil {
+			f.Fatalf("a seed: %v", err)
+		} else {
+			ReleaseAll(batches)
+		}
+		f.Add(s)
+		f.Add(s[:len(s)-20])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		defer watchdog("FuzzDecodeMatchesArrow")()
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		want, wantBatches, werr := decode(data, mem, false /* arrow-go's reader */)
+		if werr != nil {
+			return
+		}
+		defer ReleaseAll(wantBatches)
+		for range 2 {
+			got, batches, err := Decode(data, mem)
+			if err != nil {
+				return
+			}
+			if !got.Equal(want) {
+				ReleaseAll(batches)
+				t.Fatalf("schemas differ:\nDecode   %s\narrow-go %s", got, want)
+			}
+			if len(batches) != len(wantBatches) {
+				ReleaseAll(batches)
+				t.Fatalf("Decode: %d batches, arrow-go: %d", len(batches), len(wantBatches))
+			}
+			for i := range batches {
+				if !array.RecordEqual(batches[i], wantBatches[i]) {
+					ReleaseAll(batches)
+					t.Fatalf("batch %d differs:\nDecode   %v\narrow-go %v", i, batches[i], wantBatches[i])
+				}
+			}
+			ReleaseAll(batches)
 		}
 	})
 }

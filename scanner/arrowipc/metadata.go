@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/endian"
@@ -183,6 +184,10 @@ func parseFooter(footer []byte) (*ipcFooter, error) {
 	if err := checkSchema(b, schema, new(Framing)); err != nil {
 		return bad(err)
 	}
+	if s, foreign, ok := footerSchemas.get(footer); ok {
+		f.Schema, f.foreign = s, foreign
+		return f, nil
+	}
 	f.Schema, err = footerSchema(footer)
 	if err != nil {
 		return bad(err)
@@ -192,7 +197,57 @@ func parseFooter(footer []byte) (*ipcFooter, error) {
 	}
 	f.foreign = foreignOrder(f.Schema)
 	f.Schema = f.Schema.WithEndianness(endian.NativeEndian)
+	footerSchemas.put(footer, f.Schema, f.foreign)
 	return f, nil
+}
+
+// footerSchemas holds the schemas decoded from the last few footers, by
+// the footers' bytes: the chunks of a dataset, written alike, mostly have
+// footers equal to the byte, and decoding the schema again (arrow-go
+// builds it anew) is much of the work of a small chunk. Only a footer
+// equal to the byte to one decoded gets its schema; any other difference,
+// in the schema or the batches' blocks, decodes anew. The batches are
+// still checked against their own bytes (the framing, validateRecord).
+var footerSchemas schemaMemo
+
+// schemaMemo remembers up to memoEntries schemas of footers of up to
+// memoFooterMax bytes, replacing the oldest.
+type schemaMemo struct {
+	mu      sync.Mutex
+	entries [memoEntries]memoEntry
+	next    int
+}
+
+const (
+	memoEntries   = 8
+	memoFooterMax = 16 << 10
+)
+
+type memoEntry struct {
+	footer  []byte // a copy: the caller's bytes may be a mapping or a pooled buffer
+	schema  *arrow.Schema
+	foreign bool
+}
+
+func (m *schemaMemo) get(footer []byte) (*arrow.Schema, bool, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.entries {
+		if e.schema != nil && bytes.Equal(e.footer, footer) {
+			return e.schema, e.foreign, true
+		}
+	}
+	return nil, false, false
+}
+
+func (m *schemaMemo) put(footer []byte, schema *arrow.Schema, foreign bool) {
+	if len(footer) > memoFooterMax {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries[m.next] = memoEntry{footer: bytes.Clone(footer), schema: schema, foreign: foreign}
+	m.next = (m.next + 1) % memoEntries
 }
 
 // Conditions that send a chunk to the whole-chunk path.
