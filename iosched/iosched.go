@@ -155,15 +155,22 @@ type Scheduler struct {
 	budgetFailures         int64
 	stallRetries           int64
 
+	// idle are the workers between tasks (see idleWait), the most recent
+	// last; quit is closed by Close, which ends them.
+	idle []chan workItem
+	quit chan struct{}
+
 	wg sync.WaitGroup // workers, hedges
+	// workers counts the worker goroutines started.
+	workers atomic.Int64
 
 	requests, failed, canceled, issued, bytes, retries atomic.Int64
 	throttled, hedgesWon, splits, coalesced            atomic.Int64
 }
 
 // New returns a scheduler with opts (zero fields take the defaults). It
-// starts no goroutine until work arrives: workers exit when the queue is
-// empty.
+// starts no goroutine until work arrives: workers exit when the queue has
+// been empty for idleKeep.
 func New(opts Options) *Scheduler {
 	o := opts.withDefaults()
 	now := time.Now()
@@ -175,6 +182,7 @@ func New(opts Options) *Scheduler {
 		queryCap: map[uint64]int{}, queryRunning: map[uint64]int{},
 		batches:    map[*Batch]struct{}{},
 		lastChange: now,
+		quit:       make(chan struct{}),
 	}
 }
 
@@ -289,6 +297,9 @@ func (s *Scheduler) Stats() Stats {
 // Close is idempotent.
 func (s *Scheduler) Close() error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.quit) // the idle workers exit
+	}
 	s.closed = true
 	var live []*Batch
 	for b := range s.batches {

@@ -162,15 +162,63 @@ func (s *Scheduler) dispatchLocked() {
 		s.accountLocked(now)
 		s.busy[id] = true
 		s.inflight++
+		if n := len(s.idle); n > 0 {
+			w := s.idle[n-1] // the last to go idle: its stack is the warmest
+			s.idle[n-1] = nil
+			s.idle = s.idle[:n-1]
+			w <- workItem{id: id, t: t} // buffered: never blocks
+			continue
+		}
 		s.wg.Add(1)
+		s.workers.Add(1)
 		go s.worker(id, t)
 	}
 }
 
+// idleKeep is how long a worker without a task waits for one before it
+// exits. A scan's requests come in bursts (a chunk's ranges, then the next
+// chunk once the budget lets it) with gaps far shorter than this; a new
+// goroutine per burst grew its stack through the store's request path
+// again each time.
+const idleKeep = 100 * time.Millisecond
+
+// workItem is a task handed to an idle worker, with its slot.
+type workItem struct {
+	id int
+	t  *task
+}
+
+// idleWait waits for a task on w, a worker's channel that is on s.idle,
+// for at most idleKeep or until Close. It returns the task and its slot,
+// or a nil task: the worker exits.
+func (s *Scheduler) idleWait(w chan workItem) (int, *task) {
+	timer := time.NewTimer(idleKeep)
+	defer timer.Stop()
+	select {
+	case it := <-w:
+		return it.id, it.t
+	case <-timer.C:
+	case <-s.quit:
+	}
+	s.mu.Lock()
+	if i := slices.Index(s.idle, w); i >= 0 {
+		s.idle = slices.Delete(s.idle, i, i+1)
+		s.mu.Unlock()
+		return 0, nil
+	}
+	s.mu.Unlock()
+	// Not on the list any more: dispatchLocked took it, and a task is on
+	// its way (or there).
+	it := <-w
+	return it.id, it.t
+}
+
 // worker runs tasks in slot id until the queue is empty or the slot is no
-// longer allowed (parallelism or AIMD limit lowered).
+// longer allowed (parallelism or AIMD limit lowered), then waits idle for
+// the next (idleWait).
 func (s *Scheduler) worker(id int, t *task) {
 	defer s.wg.Done()
+	var w chan workItem
 	for t != nil {
 		q := t.prio.Query
 		s.run(id, t)
@@ -188,7 +236,19 @@ func (s *Scheduler) worker(id int, t *task) {
 			s.accountLocked(now)
 			s.inflight--
 			s.busy[id] = false
-			s.dispatchLocked()
+			idle := !s.closed
+			if idle {
+				if w == nil {
+					w = make(chan workItem, 1)
+				}
+				s.idle = append(s.idle, w)
+			}
+			s.dispatchLocked() // may hand this worker the next task
+			s.mu.Unlock()
+			if idle {
+				id, t = s.idleWait(w)
+			}
+			continue
 		}
 		s.mu.Unlock()
 	}
