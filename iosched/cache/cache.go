@@ -21,10 +21,9 @@ package cache
 // statistics and an estimate of the bytes in use, which eviction replaces
 // by what it finds on disk.
 //
-// Which objects are worth a version check is a hint kept in objects/ (a
-// symbolic link per object whose target is the version the object had
-// when its ranges were last stored): an object with none is fetched and
-// stored without asking its version first.
+// Which objects are worth a version check is a hint kept in a note table
+// (notes.go): an object with no note is fetched and stored without asking
+// its version first.
 //
 // Recency is the entry file's modification time, set after a hit by the
 // cache's writers (see touch); an
@@ -34,8 +33,8 @@ package cache
 // evicted stays readable through the reader's open file.
 //
 // Admission: while the cache has room every range read is kept. Once it
-// is full, a range is admitted only on its second miss (a marker file in
-// seen/ remembers the first), so that one pass over more data than the
+// is full, a range is admitted only on its second miss (a note remembers
+// the first), so that one pass over more data than the
 // cache holds does not evict what is read again and again.
 
 import (
@@ -49,9 +48,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -168,6 +167,10 @@ type Cache struct {
 	temps   atomic.Uint64 // the last temporary file's number in this process
 	tempTag string        // ".<process id>.": between a temporary file's entry name and number
 	entries *entryStore   // reads entries whole, checking them (read.go)
+
+	// known notes the objects whose ranges were stored, seen the ranges
+	// refused once (notes.go).
+	known, seen *noteTable
 }
 
 // Open returns the cache in directory dir (created if missing), holding
@@ -183,7 +186,7 @@ func Open(dir string, size int64) (*Cache, error) {
 		return nil, fmt.Errorf("cache: %s: %w", dir, err)
 	}
 	root := filepath.Join(abs, layout)
-	for _, sub := range []string{"entries", "tmp", "seen", "objects"} {
+	for _, sub := range []string{"entries", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(root, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
@@ -191,7 +194,15 @@ func Open(dir string, size int64) (*Cache, error) {
 	if size == 0 {
 		size = defaultSize(root)
 	}
-	c := &Cache{dir: root, size: size, files: systemFiles{}, tempTag: "." + strconv.Itoa(os.Getpid()) + "."}
+	c := &Cache{dir: root, size: size, files: systemFiles{}, tempTag: "." + strconv.Itoa(os.Getpid()) + ".",
+		known: &noteTable{path: filepath.Join(root, "objects.notes")}, seen: &noteTable{path: filepath.Join(root, "seen.notes")}}
+	// The tables' descriptors live as long as the Cache (Close leaves
+	// Lookup and Put working).
+	runtime.AddCleanup(c, func(ts [2]*noteTable) {
+		for _, t := range ts {
+			t.closeFile()
+		}
+	}, [2]*noteTable{c.known, c.seen})
 	c.entries = &entryStore{c: c}
 	c.fills.bound = FillBytes
 	c.used.Store(c.count())
@@ -222,52 +233,19 @@ func (c *Cache) entryPath(h [32]byte) string {
 	return filepath.Join(c.dir, "entries", hex.EncodeToString(h[:]))
 }
 
-func (c *Cache) objectPath(object string) string {
-	h := sha256.Sum256([]byte(object))
-	return filepath.Join(c.dir, "objects", hex.EncodeToString(h[:]))
+// Known reports whether ranges of object were stored (SetKnown), by any
+// process: a hint of whether its version is worth checking, never a key.
+// It may say yes of an object whose ranges are gone, and no of one whose
+// note was lost (see notes.go).
+func (c *Cache) Known(object string) bool {
+	return c.known.has(c.files, objectNote(object))
 }
 
-// maxVersionLen bounds a version kept by SetKnown; a longer one is not
-// kept (its object is then fetched as one never seen).
-const maxVersionLen = 1024
-
-// An object's version note is a symbolic link whose target is the
-// version: one system call writes it (no file to open, write and close,
-// and no data block: a short target lives in the inode) and one reads it.
-
-// Known returns the version object last had when ranges of it were stored
-// (SetKnown), by any process: a hint of whether its version is worth
-// checking, never a key by itself.
-func (c *Cache) Known(object string) (string, bool) {
-	var b [maxVersionLen + 1]byte
-	n, err := c.files.readlink(c.objectPath(object), b[:])
-	if err != nil || n <= 0 || n > maxVersionLen {
-		return "", false
-	}
-	return string(b[:n]), true
-}
-
-// SetKnown notes version as object's (see Known). A failure to write it
-// only costs the next scan its check. A note is replaced in place (removed,
-// then made), not through a temporary name: a missing or stale one is only
-// a wrong hint, which costs a check or a fetch, never a wrong byte.
-func (c *Cache) SetKnown(object, version string) {
-	if version == "" || len(version) > maxVersionLen || strings.IndexByte(version, 0) >= 0 {
-		return // a link's target holds no NUL
-	}
-	p := c.objectPath(object)
-	if c.files.symlink(version, p) == nil {
-		return
-	}
-	if old, ok := c.Known(object); ok && old == version {
-		return
-	}
-	c.files.remove(p)
-	c.files.symlink(version, p)
-}
-
-func (c *Cache) seenPath(h [32]byte) string {
-	return filepath.Join(c.dir, "seen", hex.EncodeToString(h[:]))
+// SetKnown notes that ranges of object are stored (see Known). A failure
+// to write it only costs a later scan a fetch of the object's ranges
+// without a check first.
+func (c *Cache) SetKnown(object string) {
+	c.known.add(c.files, objectNote(object))
 }
 
 // Lookup returns the entry of k if the cache has one of the right size,
@@ -400,17 +378,10 @@ func (c *Cache) put(k Key, data, framed []byte) (bool, error) {
 	return true, nil
 }
 
-// secondTouch reports whether h was refused before (its marker exists,
-// and is removed now); otherwise it leaves the marker.
+// secondTouch reports whether h was refused before (its note is
+// found, and removed now); otherwise it notes h.
 func (c *Cache) secondTouch(h [32]byte) bool {
-	p := c.seenPath(h)
-	if err := os.Remove(p); err == nil {
-		return true
-	}
-	if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		f.Close()
-	}
-	return false
+	return c.seen.take(c.files, noteOf(h))
 }
 
 // write fills the entry of h: a temporary file, whole, then renamed.
@@ -538,8 +509,8 @@ func (c *Cache) count() int64 {
 
 // evict removes the least recently used entries until the cache is at
 // lowWater of its size, temporary files of dead fills, and the oldest
-// admission markers and known versions beyond as many as there are
-// entries (at least 1024 of each).
+// files of notes that an earlier build kept one per file (seen/ and
+// objects/) beyond as many as there are entries (at least 1024 of each).
 func (c *Cache) evict() {
 	c.evicting.Lock()
 	defer c.evicting.Unlock()

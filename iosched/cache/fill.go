@@ -40,7 +40,7 @@ const fillWriters = 2
 type fill struct {
 	k     Key
 	data  []byte // HeaderSize bytes, then the range's
-	known bool   // note k.Version as k.Object's (SetKnown) once written
+	known bool   // note k.Object as known (SetKnown) once written
 	group *FillGroup
 	touch string
 }
@@ -75,8 +75,8 @@ func (c *Cache) NewFillGroup() *FillGroup { return &FillGroup{c: c} }
 
 // Fill queues data (a copy of it: the caller may reuse data as soon as Fill
 // returns) to be stored as the bytes of k, as Put stores them, by a writer
-// of the cache, and returns at once. If known, k.Version is noted as
-// k.Object's (SetKnown) once the entry is written. It reports whether the
+// of the cache, and returns at once. If known, k.Object is noted as one
+// the cache holds ranges of (SetKnown) once the entry is written. It reports whether the
 // fill was queued: it is dropped, and counted (Stats.Dropped), when the
 // fills pending hold FillBytes already, or when the cache is closed.
 func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
@@ -191,7 +191,7 @@ func (c *Cache) writeFills() {
 		}
 		// A failure to write is counted by Put; the scan has its bytes.
 		if ok, _ := c.put(f.k, f.data[HeaderSize:], f.data); ok && f.known {
-			c.SetKnown(f.k.Object, f.k.Version)
+			c.SetKnown(f.k.Object)
 		}
 		freeFillBuffer(f.data)
 		fq.mu.Lock()

@@ -76,8 +76,8 @@ func TestFillQueueFullDrops(t *testing.T) {
 	if !hasEntry(t, c, big, payload(3, 3000)) {
 		t.Fatal("the large range was not stored")
 	}
-	if v, ok := c.Known("o"); !ok || v != "v" {
-		t.Fatalf("Known = %q, %v after a fill that notes its version", v, ok)
+	if !c.Known("o") {
+		t.Fatal("the object is not known after a fill that notes it")
 	}
 	c.Close()
 }
