@@ -462,7 +462,7 @@ func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache
 	lreqs := make([]iosched.Request, len(hit))
 	for j, i := range hit {
 		e := entries[i]
-		lreqs[j] = iosched.Request{Store: cu.c.StoreFor(e, h.Store), Name: filepath.ToSlash(e.Path), Offset: e.Offset, Length: e.Length,
+		lreqs[j] = iosched.Request{Store: cu.c.StoreFor(e, h.Store), Name: e.Name(), Offset: e.Offset, Length: e.Length,
 			Priority: reqs[i].Priority, Buffer: reqs[i].Buffer, Alloc: reqs[i].Alloc}
 		if prepare != nil {
 			prepare(&lreqs[j])

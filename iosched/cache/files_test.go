@@ -3,7 +3,6 @@ package cache
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"os"
 	"slices"
 	"sync"
@@ -83,10 +82,11 @@ func countCalls(c *Cache) *countingFiles {
 	return f
 }
 
-// TestFillCalls: a fill is one file created, written in one call, closed
-// and renamed into place (no stat of the target, no sync, no folder made
-// for it, also the first in a new cache), and noting its object is one
-// read and one write of the note table, which is opened once.
+// TestFillCalls: a fill alone is one file (a pack) created, written in
+// one call, closed and renamed into place (no stat of the target, no
+// sync, no folder made for it, also the first in a new cache); indexing
+// it and noting its object are one read and one write of a table each,
+// opened once.
 func TestFillCalls(t *testing.T) {
 	c, err := Open(t.TempDir(), 1<<20)
 	if err != nil {
@@ -99,11 +99,13 @@ func TestFillCalls(t *testing.T) {
 	if got, want := f.take(), []string{"open", "fstat", "ftruncate", "preadv"}; !slices.Equal(got, want) {
 		t.Errorf("the first note read made the calls %v, want %v", got, want)
 	}
+	c.Lookup(Key{Object: "p", Version: "v", Length: 1000}) // opens the index
+	f.take()
 	k := Key{Object: "o", Version: "v", Length: 1000}
 	g := c.NewFillGroup()
 	g.Fill(k, payload(1, 1000), true)
 	g.Wait()
-	if got, want := f.take(), []string{"open", "write", "close", "rename", "preadv", "pwrite"}; !slices.Equal(got, want) {
+	if got, want := f.take(), []string{"open", "write", "close", "rename", "preadv", "pwrite", "preadv", "pwrite"}; !slices.Equal(got, want) {
 		t.Errorf("a fill made the calls %v, want %v", got, want)
 	}
 	if !c.Known("o") {
@@ -118,8 +120,9 @@ func TestFillCalls(t *testing.T) {
 	c.Close()
 }
 
-// TestHitCalls: a hit is a stat (Lookup), then one open, one read of the
-// header and the bytes together, and a close; the read checks them.
+// TestHitCalls: a hit is a read of the index and a stat (Lookup), then
+// one open, one read of the header and the bytes together, and a close;
+// the read checks them.
 func TestHitCalls(t *testing.T) {
 	c, err := Open(t.TempDir(), 1<<20)
 	if err != nil {
@@ -139,15 +142,15 @@ func TestHitCalls(t *testing.T) {
 	if err != nil || !bytes.Equal(got, payload(3, 5000)) {
 		t.Fatalf("read = %v", err)
 	}
-	if calls, want := f.take(), []string{"stat", "open", "preadv", "close"}; !slices.Equal(calls, want) {
+	if calls, want := f.take(), []string{"preadv", "stat", "open", "preadv", "close"}; !slices.Equal(calls, want) {
 		t.Errorf("a hit made the calls %v, want %v", calls, want)
 	}
 }
 
 // TestCorruptReadIsPermanent: an entry whose bytes fail their checksum
 // fails its read as not found (a scheduler does not retry it: the entry
-// is removed), wrapping ErrCorrupt; an entry file holding another key's
-// header fails the same way.
+// is dropped), wrapping ErrCorrupt; an entry whose place holds another
+// key's header fails the same way.
 func TestCorruptReadIsPermanent(t *testing.T) {
 	c, err := Open(t.TempDir(), 1<<20)
 	if err != nil {
@@ -174,8 +177,8 @@ func TestCorruptReadIsPermanent(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !store.Permanent(err) {
 		t.Fatalf("read of an entry holding another key = %v, want ErrCorrupt, permanent", err)
 	}
-	if _, err := os.Stat(ea.Path); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal("the entry was not removed")
+	if _, ok := c.Lookup(a); ok {
+		t.Fatal("the entry is still found")
 	}
 	if st := c.Stats(); st.Corrupt != 1 {
 		t.Fatalf("Corrupt = %d, want 1", st.Corrupt)

@@ -176,7 +176,10 @@ func TestTouchOffThePath(t *testing.T) {
 	if ok, err := c.Put(k, payload(1, 100)); !ok || err != nil {
 		t.Fatalf("Put = %v, %v", ok, err)
 	}
-	e := Entry{Path: c.entryPath(k.hash())}
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("no entry after Put")
+	}
 	old := time.Now().Add(-2 * time.Hour)
 	if err := os.Chtimes(e.Path, old, old); err != nil {
 		t.Fatal(err)

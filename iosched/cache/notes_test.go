@@ -196,3 +196,35 @@ func TestNoteTableGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestFillsSharePacks: fills queued together are written into a file per
+// writer (a pack), not a file each, and each is found and read whole.
+func TestFillsSharePacks(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 100
+	resume := c.PauseFills()
+	g := c.NewFillGroup()
+	for i := range n {
+		if !g.Fill(Key{Object: fmt.Sprint("o", i), Version: "v", Length: int64(1000 + i)}, payload(i, 1000+i), true) {
+			t.Fatal("a fill was dropped")
+		}
+	}
+	resume()
+	g.Wait()
+	if got := filesIn(t, filepath.Join(dir, layout, "entries")); got > fillWriters {
+		t.Fatalf("%d fills queued together made %d files, more than one per writer", n, got)
+	}
+	for i := range n {
+		if !hasEntry(t, c, Key{Object: fmt.Sprint("o", i), Version: "v", Length: int64(1000 + i)}, payload(i, 1000+i)) {
+			t.Fatalf("o%d: no entry", i)
+		}
+	}
+	if st := c.Stats(); st.Entries != n || st.Fills != n {
+		t.Fatalf("%d entries, %d fills; want %d", st.Entries, st.Fills, n)
+	}
+}
