@@ -310,6 +310,9 @@ func (c *Cache) readHeader(p string, at place, h [32]byte) (Entry, error) {
 	if err := c.files.stat(p, &st); err != nil {
 		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
 	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return Entry{}, fmt.Errorf("cache: %s: not a regular file", p)
+	}
 	fd, err := c.files.open(p, syscall.O_RDONLY|noFollow, 0)
 	if err != nil {
 		return Entry{}, &fs.PathError{Op: "open", Path: p, Err: err}
