@@ -219,6 +219,7 @@ func Open(dir string, size int64) (*Cache, error) {
 	}, [3]*noteTable{c.known, c.seen, c.index})
 	c.entries = &entryStore{c: c}
 	c.fills.bound = FillBytes
+	c.fills.linger = packLinger
 	c.used.Store(c.count())
 	return c, nil
 }

@@ -57,8 +57,9 @@ type fillQueue struct {
 	paused  chan struct{}
 	idle    *sync.Cond // signalled when a fill ends and when a writer does
 	closed  bool
-	waiting int   // FillGroup.Waits waiting
-	bound   int64 // FillBytes; smaller in tests
+	waiting int           // FillGroup.Waits waiting
+	bound   int64         // FillBytes; smaller in tests
+	linger  time.Duration // packLinger; longer in tests
 	// touched is when this process last queued each entry's touch.
 	touched map[string]time.Time
 
@@ -229,7 +230,7 @@ func (c *Cache) nextFill(w *fillWriter) *fill {
 			w.finish()
 			fq.mu.Lock()
 		default:
-			t := time.AfterFunc(packLinger, func() {
+			t := time.AfterFunc(fq.linger, func() {
 				fq.mu.Lock()
 				w.lingered = true
 				fq.cond().Broadcast()

@@ -228,3 +228,47 @@ func TestFillsSharePacks(t *testing.T) {
 		t.Fatalf("%d entries, %d fills; want %d", st.Entries, st.Fills, n)
 	}
 }
+
+// TestFillsOneByOneSharePacks: fills that arrive one at a time, each
+// taken by a writer before the next comes (as a scan's reads end one by
+// one), go into the writer's pack too, which is put in place when the
+// group's fills are waited for.
+func TestFillsOneByOneSharePacks(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.fills.mu.Lock()
+	c.fills.linger = time.Hour // only the Wait puts the pack in place
+	c.fills.mu.Unlock()
+	queued := func() int {
+		c.fills.mu.Lock()
+		defer c.fills.mu.Unlock()
+		return len(c.fills.q)
+	}
+	const n = 20
+	g := c.NewFillGroup()
+	for i := range n {
+		if !g.Fill(Key{Object: fmt.Sprint("o", i), Version: "v", Length: 1000}, payload(i, 1000), true) {
+			t.Fatal("a fill was dropped")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for queued() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no writer took the fill")
+			}
+			time.Sleep(time.Millisecond) // polling for the writer to take it, not waiting for an effect
+		}
+	}
+	within(t, "the group's Wait", g.Wait)
+	if got := filesIn(t, filepath.Join(dir, layout, "entries")); got > fillWriters {
+		t.Fatalf("%d fills taken one by one made %d files, more than one per writer", n, got)
+	}
+	for i := range n {
+		if !hasEntry(t, c, Key{Object: fmt.Sprint("o", i), Version: "v", Length: 1000}, payload(i, 1000)) {
+			t.Fatalf("o%d: no entry after the Wait", i)
+		}
+	}
+}
