@@ -105,8 +105,27 @@ func TestNotesShared(t *testing.T) {
 // followed (its target is not written), a FIFO does not block the open,
 // a huge file is cut; each is replaced by a table that keeps notes. A
 // folder there (which cannot be replaced) leaves notes unkept, without
-// an error.
+// an error. The same holds for the index of entries.
 func TestNoteTableHostile(t *testing.T) {
+	tables := []struct {
+		name string
+		size int64
+		keep func(c *Cache) bool // writes and reads one note back
+	}{
+		{"objects.notes", noteTableSize, func(c *Cache) bool { c.SetKnown("o"); return c.Known("o") }},
+		{"index", indexTableSize, func(c *Cache) bool {
+			k := Key{Object: "o", Version: "v", Length: 100}
+			c.Put(k, payload(1, 100))
+			_, ok := c.Lookup(k)
+			return ok
+		}},
+	}
+	for _, table := range tables {
+		t.Run(table.name, func(t *testing.T) { testTableHostile(t, table.name, table.size, table.keep) })
+	}
+}
+
+func testTableHostile(t *testing.T, table string, size int64, keep func(c *Cache) bool) {
 	outside := filepath.Join(t.TempDir(), "outside")
 	outsideBytes := bytes.Repeat([]byte{7}, noteTableSize)
 	if err := os.WriteFile(outside, outsideBytes, 0o600); err != nil {
@@ -121,7 +140,7 @@ func TestNoteTableHostile(t *testing.T) {
 	for name, put := range plant {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := filepath.Join(dir, layout, "objects.notes")
+			p := filepath.Join(dir, layout, table)
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -138,10 +157,7 @@ func TestNoteTableHostile(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := make(chan bool)
-			go func() {
-				c.SetKnown("o")
-				done <- c.Known("o")
-			}()
+			go func() { done <- keep(c) }()
 			var known bool
 			select {
 			case known = <-done:
@@ -164,8 +180,8 @@ func TestNoteTableHostile(t *testing.T) {
 				t.Fatal("the note was not kept")
 			}
 			var st syscall.Stat_t
-			if err := syscall.Lstat(p, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size != noteTableSize {
-				t.Fatalf("the table is not a regular file of %d bytes: mode %o, %d bytes (%v)", noteTableSize, st.Mode, st.Size, err)
+			if err := syscall.Lstat(p, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size != size {
+				t.Fatalf("the table is not a regular file of %d bytes: mode %o, %d bytes (%v)", size, st.Mode, st.Size, err)
 			}
 		})
 	}
