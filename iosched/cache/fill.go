@@ -4,8 +4,9 @@ package cache
 // decodes them at once; the entry is written by writer goroutines of the
 // cache, which hold no IO slot and never make the scan's reads or decode
 // wait (its end may wait for them: FillGroup.Wait). A writer appends the
-// fills it takes to one pack (pack.go) and puts it in place when nothing
-// more is queued: a fill is done, for its group's Wait, once its pack is.
+// fills it takes to one pack (pack.go) and puts it in place when it is
+// full, when fills are waited for, or when none came for a while (see
+// nextFill): a fill is done, for its group's Wait, once its pack is.
 //
 // Fill copies the bytes: the caller's buffer goes back to its pool (or
 // its mapping is unmapped) as soon as the caller's consumer is done with
@@ -81,8 +82,8 @@ func (c *Cache) NewFillGroup() *FillGroup { return &FillGroup{c: c} }
 // Fill queues data (a copy of it: the caller may reuse data as soon as Fill
 // returns) to be stored as the bytes of k, as Put stores them, by a writer
 // of the cache, and returns at once. If known, k.Object is noted as one
-// the cache holds ranges of (SetKnown) once the entry is written. It reports whether the
-// fill was queued: it is dropped, and counted (Stats.Dropped), when the
+// the cache holds ranges of (SetKnown) once the entry is written. It
+// reports whether the fill was queued: it is dropped, and counted (Stats.Dropped), when the
 // fills pending hold FillBytes already, or when the cache is closed.
 func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
 	c := g.c
