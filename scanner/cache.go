@@ -234,7 +234,7 @@ func (s *Scan) checkVersionsAhead() {
 				h.Release()
 				continue
 			}
-			if _, known := cu.c.Known(object); !known {
+			if !cu.c.Known(object) {
 				h.Release()
 				continue
 			}
@@ -312,7 +312,7 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 			version = "catalog:" + version
 		} else if vc := cu.asked(object); vc != nil {
 			version, _ = cu.wait(vc) // checked ahead, or learned from a GET
-		} else if _, known := cu.c.Known(object); known {
+		} else if cu.c.Known(object) {
 			// An error or no version: the ranges are fetched, and the
 			// GET reports what is wrong with the object, if anything.
 			version, _ = cu.version(object, sched, st, name, reqs[0].Priority)
@@ -354,8 +354,8 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 			if version != "" {
 				// Queued, not written: a fill dropped (the queue full)
 				// or failed is counted; the scan has its bytes. The
-				// version is noted as the object's (cache.Known) once
-				// its first range is stored.
+				// object is noted (cache.Known) once its first range
+				// is stored.
 				cu.fills.Fill(cache.Key{Object: object, Version: version, Offset: reqs[i].Offset, Length: reqs[i].Length},
 					data[j], rec != nil && j == 0)
 			}
@@ -462,7 +462,7 @@ func (p *Plan) readEntries(cu *cacheUse, reqs []iosched.Request, entries []cache
 	lreqs := make([]iosched.Request, len(hit))
 	for j, i := range hit {
 		e := entries[i]
-		lreqs[j] = iosched.Request{Store: cu.c.StoreFor(e, h.Store), Name: filepath.ToSlash(e.Path), Offset: e.Offset, Length: e.Length,
+		lreqs[j] = iosched.Request{Store: cu.c.StoreFor(e, h.Store), Name: e.Name(), Offset: e.Offset, Length: e.Length,
 			Priority: reqs[i].Priority, Buffer: reqs[i].Buffer, Alloc: reqs[i].Alloc}
 		if prepare != nil {
 			prepare(&lreqs[j])

@@ -3,45 +3,44 @@ package cache
 
 // How it stays correct without state of its own in memory:
 //
-// An entry is one file, named by the hash of its Key (object, version,
-// range), holding a header (magic, length, CRC-32C of the body, the key's
-// hash) and the bytes. A fill writes a temporary file in tmp/ and renames
-// it into place: the rename is atomic, so a reader (in this process or
-// another) sees either no entry or a whole one, and a process killed
-// during a fill leaves only a temporary file nothing reads, removed by a
-// later eviction. Two processes filling the same key write the same
-// bytes; the last rename wins. Readers check the header and the CRC of
-// what they read (the cache's own store as it reads, read.go, or Check)
-// and drop an entry that fails, so a corrupted or torn entry costs one
-// refetch, never a wrong answer. Nothing is synced to the disk: a crash
-// that tears an entry is caught by the same check.
+// An entry is a header (magic, length, CRC-32C of the body, the hash of
+// its Key: object, version, range) and the bytes, in a pack file of
+// entries found through an index (pack.go). A fill writes a temporary
+// pack in tmp/, renames it into place, then indexes its entries: the
+// rename is atomic, so a reader (in this process or another) sees either
+// no entry or a whole one, and a process killed during a fill leaves only
+// a temporary file nothing reads, removed by a later eviction. Two
+// processes filling the same key write the same bytes; the last index
+// write wins. Readers check the header and the CRC of what they read (the
+// cache's own store as it reads, read.go, or Check) and drop an entry
+// that fails, so a corrupted or torn entry, or an index slot that is not
+// true, costs one refetch, never a wrong answer. Nothing is synced to the
+// disk: a crash that tears an entry is caught by the same check.
 //
 // Nothing in memory decides what is valid: the key carries the version,
 // and a new version is a new key. The in-memory counters are only
 // statistics and an estimate of the bytes in use, which eviction replaces
 // by what it finds on disk.
 //
-// Which objects are worth a version check is a hint kept in objects/ (a
-// symbolic link per object whose target is the version the object had
-// when its ranges were last stored): an object with none is fetched and
-// stored without asking its version first.
+// Which objects are worth a version check is a hint kept in a note table
+// (notes.go): an object with no note is fetched and stored without asking
+// its version first.
 //
-// Recency is the entry file's modification time, set after a hit by the
+// Recency is the pack's modification time, set after a hit by the
 // cache's writers (see touch); an
 // eviction (under an advisory lock on the directory, so that processes do
-// not evict at once) removes the least recently used entries until the
+// not evict at once) removes the least recently used packs until the
 // cache is below lowWater of its size. An entry being read when it is
 // evicted stays readable through the reader's open file.
 //
 // Admission: while the cache has room every range read is kept. Once it
-// is full, a range is admitted only on its second miss (a marker file in
-// seen/ remembers the first), so that one pass over more data than the
+// is full, a range is admitted only on its second miss (a note remembers
+// the first), so that one pass over more data than the
 // cache holds does not evict what is read again and again.
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -49,9 +48,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -108,7 +107,8 @@ type Key struct {
 	Length  int64
 }
 
-// hash is the key's identity on disk: the entry's file name.
+// hash is the key's identity on disk: in the entry's header and its
+// index slot.
 func (k Key) hash() [32]byte {
 	h := sha256.New()
 	for _, s := range []string{k.Object, k.Version, strconv.FormatInt(k.Offset, 10), strconv.FormatInt(k.Length, 10)} {
@@ -123,8 +123,9 @@ func (k Key) hash() [32]byte {
 }
 
 // Entry is a cached range found by Lookup: its bytes are Length bytes of
-// the file Path from Offset. It is read through StoreFor's store; Check
-// tells whether bytes read there are the ones that were stored.
+// the file Path from Offset. It is read through StoreFor's store, by the
+// name Name; Check tells whether bytes read there are the ones that were
+// stored.
 type Entry struct {
 	Path   string
 	Offset int64
@@ -132,6 +133,17 @@ type Entry struct {
 	sum    uint32
 	summed bool // sum was read by Lookup; if not, reading the entry checks it
 	mtime  time.Time
+	key    [32]byte // the hash of its Key
+	at     place
+}
+
+// Name is the name to read e by through StoreFor's store: the cache's
+// own store is told the key it is to find there.
+func (e Entry) Name() string {
+	if e.summed {
+		return e.Path
+	}
+	return entryName(e.Path, e.key)
 }
 
 // Check returns nil when data, read through StoreFor(e, …), are the
@@ -144,7 +156,7 @@ func (c *Cache) Check(e Entry, data []byte) error {
 		return nil
 	}
 	c.corrupt.Add(1)
-	os.Remove(e.Path)
+	c.unindex(e.key, e.at)
 	return fmt.Errorf("%w: %s", ErrCorrupt, e.Path)
 }
 
@@ -168,6 +180,10 @@ type Cache struct {
 	temps   atomic.Uint64 // the last temporary file's number in this process
 	tempTag string        // ".<process id>.": between a temporary file's entry name and number
 	entries *entryStore   // reads entries whole, checking them (read.go)
+
+	// known notes the objects whose ranges were stored, seen the ranges
+	// refused once (notes.go); index says where entries are (pack.go).
+	known, seen, index *noteTable
 }
 
 // Open returns the cache in directory dir (created if missing), holding
@@ -183,7 +199,7 @@ func Open(dir string, size int64) (*Cache, error) {
 		return nil, fmt.Errorf("cache: %s: %w", dir, err)
 	}
 	root := filepath.Join(abs, layout)
-	for _, sub := range []string{"entries", "tmp", "seen", "objects"} {
+	for _, sub := range []string{"entries", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(root, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("cache: %w", err)
 		}
@@ -191,9 +207,19 @@ func Open(dir string, size int64) (*Cache, error) {
 	if size == 0 {
 		size = defaultSize(root)
 	}
-	c := &Cache{dir: root, size: size, files: systemFiles{}, tempTag: "." + strconv.Itoa(os.Getpid()) + "."}
+	c := &Cache{dir: root, size: size, files: systemFiles{}, tempTag: "." + strconv.Itoa(os.Getpid()) + ".",
+		known: newNoteTable(filepath.Join(root, "objects.notes")), seen: newNoteTable(filepath.Join(root, "seen.notes")),
+		index: newIndex(filepath.Join(root, "index"))}
+	// The tables' descriptors live as long as the Cache (Close leaves
+	// Lookup and Put working).
+	runtime.AddCleanup(c, func(ts [3]*noteTable) {
+		for _, t := range ts {
+			t.closeFile()
+		}
+	}, [3]*noteTable{c.known, c.seen, c.index})
 	c.entries = &entryStore{c: c}
 	c.fills.bound = FillBytes
+	c.fills.linger = packLinger
 	c.used.Store(c.count())
 	return c, nil
 }
@@ -214,131 +240,95 @@ func (c *Cache) Dir() string { return filepath.Dir(c.dir) }
 // Size is the most bytes of entries the cache keeps.
 func (c *Cache) Size() int64 { return c.size }
 
-// entryPath is where the entry of key hash h lives: all entries in one
-// folder (the file system hashes its names), so that no fill makes a
-// folder; entries in folders below it, as a former layout kept them, are
-// counted and evicted like the others, never read.
-func (c *Cache) entryPath(h [32]byte) string {
-	return filepath.Join(c.dir, "entries", hex.EncodeToString(h[:]))
+// Known reports whether ranges of object were stored (SetKnown), by any
+// process: a hint of whether its version is worth checking, never a key.
+// It may say yes of an object whose ranges are gone, and no of one whose
+// note was lost (see notes.go).
+func (c *Cache) Known(object string) bool {
+	return c.known.has(c.files, objectNote(object))
 }
 
-func (c *Cache) objectPath(object string) string {
-	h := sha256.Sum256([]byte(object))
-	return filepath.Join(c.dir, "objects", hex.EncodeToString(h[:]))
-}
-
-// maxVersionLen bounds a version kept by SetKnown; a longer one is not
-// kept (its object is then fetched as one never seen).
-const maxVersionLen = 1024
-
-// An object's version note is a symbolic link whose target is the
-// version: one system call writes it (no file to open, write and close,
-// and no data block: a short target lives in the inode) and one reads it.
-
-// Known returns the version object last had when ranges of it were stored
-// (SetKnown), by any process: a hint of whether its version is worth
-// checking, never a key by itself.
-func (c *Cache) Known(object string) (string, bool) {
-	var b [maxVersionLen + 1]byte
-	n, err := c.files.readlink(c.objectPath(object), b[:])
-	if err != nil || n <= 0 || n > maxVersionLen {
-		return "", false
-	}
-	return string(b[:n]), true
-}
-
-// SetKnown notes version as object's (see Known). A failure to write it
-// only costs the next scan its check. A note is replaced in place (removed,
-// then made), not through a temporary name: a missing or stale one is only
-// a wrong hint, which costs a check or a fetch, never a wrong byte.
-func (c *Cache) SetKnown(object, version string) {
-	if version == "" || len(version) > maxVersionLen || strings.IndexByte(version, 0) >= 0 {
-		return // a link's target holds no NUL
-	}
-	p := c.objectPath(object)
-	if c.files.symlink(version, p) == nil {
-		return
-	}
-	if old, ok := c.Known(object); ok && old == version {
-		return
-	}
-	c.files.remove(p)
-	c.files.symlink(version, p)
-}
-
-func (c *Cache) seenPath(h [32]byte) string {
-	return filepath.Join(c.dir, "seen", hex.EncodeToString(h[:]))
+// SetKnown notes that ranges of object are stored (see Known). A failure
+// to write it only costs a later scan a fetch of the object's ranges
+// without a check first.
+func (c *Cache) SetKnown(object string) {
+	c.known.add(c.files, objectNote(object))
 }
 
 // Lookup returns the entry of k if the cache has one of the right size,
-// and marks it recently used. A range of a known length of at most
-// readWholeMax bytes costs one stat here, its header is checked by the
-// read (StoreFor); of any other, the header is read and checked here. A
-// hit is counted only once its bytes pass their check (Hit); a miss is
-// counted here.
+// and marks it recently used. Where it is costs one read of the index; a
+// range of a known length of at most readWholeMax bytes then costs a
+// stat here, its header is checked by the read (StoreFor); of any other,
+// the header is read and checked here. A hit is counted only once its
+// bytes pass their check (Hit); a miss is counted here.
 func (c *Cache) Lookup(k Key) (Entry, bool) {
 	h := k.hash()
-	p := c.entryPath(h)
+	at, ok := c.locate(h)
+	if !ok || at.length < 0 || at.off < 0 || at.off%64 != 0 || k.Length >= 0 && at.length != k.Length {
+		// No slot, or one of another key (whose fingerprint it shares)
+		// or not whole: a miss.
+		c.misses.Add(1)
+		return Entry{}, false
+	}
+	p := c.packPath(at.pack)
 	var e Entry
 	var err error
 	if k.Length >= 0 && k.Length <= readWholeMax {
-		e, err = c.statEntry(p, k.Length)
+		e, err = c.statEntry(p, at)
 	} else {
-		e, err = c.readHeader(p, h)
+		e, err = c.readHeader(p, at, h)
 	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			c.corrupt.Add(1)
-			c.files.remove(p) // a header that is not whole is never trusted
+			c.corrupt.Add(1) // a header that is not whole is never trusted
 		}
+		c.unindex(h, at)
 		c.misses.Add(1)
 		return Entry{}, false
 	}
-	if k.Length >= 0 && e.Length != k.Length {
-		c.corrupt.Add(1)
-		c.files.remove(p)
-		c.misses.Add(1)
-		return Entry{}, false
-	}
+	e.key, e.at = h, at
 	c.touch(p, e.mtime)
 	return e, true
 }
 
-// statEntry returns the entry file p of a range of n bytes if its size is
-// that of a whole entry of n bytes; its header and bytes are checked as
-// they are read.
-func (c *Cache) statEntry(p string, n int64) (Entry, error) {
+// statEntry returns the entry at at of pack p if the pack is a regular
+// file that holds it whole; its header and bytes are checked as they are
+// read.
+func (c *Cache) statEntry(p string, at place) (Entry, error) {
 	var st syscall.Stat_t
 	if err := c.files.stat(p, &st); err != nil {
 		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
 	}
-	if st.Size != HeaderSize+n {
-		return Entry{}, fmt.Errorf("cache: %s: %d bytes, not an entry of %d", p, st.Size, n)
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size < at.off+HeaderSize+at.length {
+		return Entry{}, fmt.Errorf("cache: %s: %d bytes, no entry of %d at %d", p, st.Size, at.length, at.off)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n, mtime: time.Unix(st.Mtim.Unix())}, nil
+	return Entry{Path: p, Offset: at.off + HeaderSize, Length: at.length, mtime: time.Unix(st.Mtim.Unix())}, nil
 }
 
-// readHeader reads and checks the header of entry file p of key hash h.
-func (c *Cache) readHeader(p string, h [32]byte) (Entry, error) {
+// readHeader reads and checks the header at at of pack p, of key hash h.
+func (c *Cache) readHeader(p string, at place, h [32]byte) (Entry, error) {
 	var st syscall.Stat_t
 	if err := c.files.stat(p, &st); err != nil {
 		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return Entry{}, fmt.Errorf("cache: %s: not a regular file", p)
 	}
 	fd, err := c.files.open(p, syscall.O_RDONLY|noFollow, 0)
 	if err != nil {
 		return Entry{}, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	var hdr [HeaderSize]byte
-	got, err := c.files.preadv(fd, [][]byte{hdr[:]}, 0)
+	got, err := c.files.preadv(fd, [][]byte{hdr[:]}, at.off)
 	c.files.close(fd)
 	if err != nil || got != HeaderSize {
 		return Entry{}, fmt.Errorf("cache: %s: short header (%d bytes): %v", p, got, err)
 	}
 	n, err := parseHeader(&hdr, h)
-	if err != nil || st.Size != HeaderSize+n {
-		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key", p)
+	if err != nil || n != at.length || st.Size < at.off+HeaderSize+n {
+		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key at %d", p, at.off)
 	}
-	return Entry{Path: p, Offset: HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), summed: true,
+	return Entry{Path: p, Offset: at.off + HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), summed: true,
 		mtime: time.Unix(st.Mtim.Unix())}, nil
 }
 
@@ -366,32 +356,23 @@ func (c *Cache) Validated(n int64) { c.validations.Add(n) }
 // (see the package comment), and evicts the least recently used entries
 // if the cache grows past its size. It reports whether the bytes were
 // stored. A failure to write is counted (Stats.Errors) and reported, and
-// leaves no entry: the caller has its bytes and need not care.
+// leaves no entry: the caller has its bytes and need not care. The entry
+// is a pack of its own (fills share packs: Fill).
 func (c *Cache) Put(k Key, data []byte) (bool, error) {
-	return c.put(k, data, nil)
-}
-
-// put is Put; framed, if not nil, is HeaderSize bytes of room followed by
-// data, so that the entry is written in one call.
-func (c *Cache) put(k Key, data, framed []byte) (bool, error) {
 	h := k.hash()
 	n := int64(len(data))
-	if n > c.size {
-		c.refused.Add(1)
+	ok, evict := c.admit(h, n)
+	if !ok {
 		return false, nil
 	}
-	// The room is taken before the write, so that fills running at once
-	// cannot all see the same room and together pass the size: that would
-	// evict entries to admit ranges seen once.
-	if c.used.Add(n) > c.size {
-		if !c.secondTouch(h) {
-			c.used.Add(-n)
-			c.refused.Add(1)
-			return false, nil
-		}
+	if evict {
 		defer c.evict()
 	}
-	if err := c.write(h, data, framed); err != nil {
+	framed := make([]byte, padded(n))
+	copy(framed[HeaderSize:], data)
+	p := &pack{c: c}
+	err := p.add(h, framed, n)
+	if err = errors.Join(err, p.finish(err != nil)); err != nil {
 		c.used.Add(-n)
 		c.errs.Add(1)
 		return false, err
@@ -400,65 +381,35 @@ func (c *Cache) put(k Key, data, framed []byte) (bool, error) {
 	return true, nil
 }
 
-// secondTouch reports whether h was refused before (its marker exists,
-// and is removed now); otherwise it leaves the marker.
-func (c *Cache) secondTouch(h [32]byte) bool {
-	p := c.seenPath(h)
-	if err := os.Remove(p); err == nil {
-		return true
+// admit takes room for an entry of n bytes of key hash h, if the
+// admission rule lets it in, and reports whether it did, and whether the
+// cache is to evict once the entry is written. The room is taken before
+// the write, so that fills running at once cannot all see the same room
+// and together pass the size: that would evict entries to admit ranges
+// seen once. A write that fails gives the room back (c.used).
+func (c *Cache) admit(h [32]byte, n int64) (ok, evict bool) {
+	if n > c.size {
+		c.refused.Add(1)
+		return false, false
 	}
-	if f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		f.Close()
-	}
-	return false
-}
-
-// write fills the entry of h: a temporary file, whole, then renamed.
-// framed, if not nil, is data after HeaderSize bytes of room for the
-// header, so that header and bytes go in one write. There is no fsync:
-// an entry a crash tears fails its checksum and is fetched again.
-func (c *Cache) write(h [32]byte, data, framed []byte) error {
-	final := c.entryPath(h)
-	tmp, fd, err := c.createTemp(filepath.Base(final))
-	if err != nil {
-		return fmt.Errorf("cache: fill %s: %w", final, err)
-	}
-	var room [HeaderSize]byte
-	hdr := room[:]
-	if framed != nil {
-		hdr = framed[:HeaderSize]
-		clear(hdr)
-	}
-	copy(hdr[:8], magic[:])
-	binary.LittleEndian.PutUint64(hdr[8:16], uint64(len(data)))
-	binary.LittleEndian.PutUint32(hdr[16:20], crc32.Checksum(data, crcTable))
-	copy(hdr[24:56], h[:])
-	if framed != nil {
-		err = c.writeAll(fd, framed)
-	} else if err = c.writeAll(fd, hdr); err == nil {
-		err = c.writeAll(fd, data)
-	}
-	if cerr := c.files.close(fd); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = c.files.rename(tmp, final)
-		if err == syscall.ENOENT {
-			// The folder was removed under the process (a user
-			// clearing the cache): made again.
-			if err = os.MkdirAll(filepath.Dir(final), 0o755); err == nil {
-				err = c.files.rename(tmp, final)
-			}
+	if c.used.Add(n) > c.size {
+		if !c.secondTouch(h) {
+			c.used.Add(-n)
+			c.refused.Add(1)
+			return false, false
 		}
+		return true, true
 	}
-	if err != nil {
-		c.files.remove(tmp)
-		return fmt.Errorf("cache: fill %s: %w", final, err)
-	}
-	return nil
+	return true, false
 }
 
-// createTemp creates a new temporary file for the entry named base, and
+// secondTouch reports whether h was refused before (its note is
+// found, and removed now); otherwise it notes h.
+func (c *Cache) secondTouch(h [32]byte) bool {
+	return c.seen.take(c.files, noteOf(h))
+}
+
+// createTemp creates a new temporary file for the pack named base, and
 // returns its path and descriptor. Its name is unique in this process; a
 // file of the same name left by a dead process of the same id is passed
 // over (O_EXCL).
@@ -527,19 +478,20 @@ func (c *Cache) walk(sub string) []file {
 	return out
 }
 
-// count is the bytes of the entries on disk.
+// count is the bytes of the packs on disk (their headers and padding
+// counted too: what they take).
 func (c *Cache) count() int64 {
 	var n int64
 	for _, f := range c.walk("entries") {
-		n += f.size - HeaderSize
+		n += f.size
 	}
 	return n
 }
 
-// evict removes the least recently used entries until the cache is at
+// evict removes the least recently used packs until the cache is at
 // lowWater of its size, temporary files of dead fills, and the oldest
-// admission markers and known versions beyond as many as there are
-// entries (at least 1024 of each).
+// files of notes that an earlier build kept one per file (seen/ and
+// objects/) beyond as many as there are entries (at least 1024 of each).
 func (c *Cache) evict() {
 	c.evicting.Lock()
 	defer c.evicting.Unlock()
@@ -553,7 +505,7 @@ func (c *Cache) evict() {
 	entries := c.walk("entries")
 	var total int64
 	for _, f := range entries {
-		total += f.size - HeaderSize
+		total += f.size
 	}
 	slices.SortFunc(entries, func(a, b file) int { return a.used.Compare(b.used) })
 	target := int64(float64(c.size) * lowWater)
@@ -564,7 +516,7 @@ func (c *Cache) evict() {
 		if os.Remove(f.path) == nil {
 			c.evictions.Add(1)
 		}
-		total -= f.size - HeaderSize
+		total -= f.size
 	}
 	c.used.Store(total)
 	for _, f := range c.walk("tmp") {
@@ -593,21 +545,23 @@ type Stats struct {
 	Misses         int64 // ranges not found
 	Fills          int64 // ranges stored
 	Refused        int64 // ranges not admitted (the cache full, seen once)
-	Evictions      int64 // entries removed to make room
+	Evictions      int64 // packs of entries removed to make room
 	Validations    int64 // version checks (requests for headers)
 	Corrupt        int64 // entries dropped for a bad header or checksum
 	Errors         int64 // fills that failed to write
 	Dropped        int64 // fills not queued: FillBytes pending already, or the cache closed
 }
 
-// Stats counts the entries on disk and returns the counters.
+// Stats counts the entries on disk (reading every pack's headers) and
+// returns the counters.
 func (c *Cache) Stats() Stats {
-	entries := c.walk("entries")
-	var n int64
-	for _, f := range entries {
-		n += f.size - HeaderSize
+	var entries, n int64
+	for _, f := range c.walk("entries") {
+		e, b := c.records(f.path)
+		entries += e
+		n += b
 	}
-	return Stats{Dir: c.Dir(), Size: c.size, Entries: int64(len(entries)), Bytes: n,
+	return Stats{Dir: c.Dir(), Size: c.size, Entries: entries, Bytes: n,
 		Hits: c.hits.Load(), HitBytes: c.hitBytes.Load(), Misses: c.misses.Load(), Fills: c.stored.Load(),
 		Refused: c.refused.Load(), Evictions: c.evictions.Load(), Validations: c.validations.Load(),
 		Corrupt: c.corrupt.Load(), Errors: c.errs.Load(), Dropped: c.fills.dropped.Load()}

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 func readEntry(c *Cache, e Entry) ([]byte, error) {
 	b := make([]byte, e.Length)
 	if st := c.StoreFor(e, nil); st != nil {
-		body, err := st.GetRange(context.Background(), e.Path, e.Offset, e.Length)
+		body, err := st.GetRange(context.Background(), e.Name(), e.Offset, e.Length)
 		if err != nil {
 			return nil, err
 		}

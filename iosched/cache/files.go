@@ -18,15 +18,16 @@ type fileCalls interface {
 	close(fd int) error
 	stat(path string, st *syscall.Stat_t) error
 	rename(from, to string) error
-	symlink(target, path string) error
-	readlink(path string, b []byte) (int, error)
+	pwrite(fd int, b []byte, off int64) (int, error)
+	fstat(fd int, st *syscall.Stat_t) error
+	ftruncate(fd int, size int64) error
 	remove(path string) error
 	utimes(path string, t time.Time) error
 }
 
-// noFollow are the flags of every open of an entry to read. Nothing in the
-// cache's directory is a link to follow (a note is a link read, never
-// followed): stat is lstat, and an entry is opened neither through a link
+// noFollow are the flags of every open of an entry to read, and of a note
+// table. Nothing in the cache's directory is a link to follow: stat is
+// lstat, and an entry is opened neither through a link
 // nor blocking on a FIFO or device (a regular file ignores O_NONBLOCK), so
 // that what another user plants in a shared directory is a miss, not a
 // read of what it names, or an open that never returns.
@@ -65,9 +66,16 @@ func (systemFiles) write(fd int, b []byte) (int, error) {
 func (systemFiles) close(fd int) error                         { return syscall.Close(fd) }
 func (systemFiles) stat(path string, st *syscall.Stat_t) error { return syscall.Lstat(path, st) }
 func (systemFiles) rename(from, to string) error               { return syscall.Rename(from, to) }
-func (systemFiles) symlink(target, path string) error          { return syscall.Symlink(target, path) }
-func (systemFiles) readlink(path string, b []byte) (int, error) {
-	return syscall.Readlink(path, b)
+func (systemFiles) fstat(fd int, st *syscall.Stat_t) error     { return syscall.Fstat(fd, st) }
+func (systemFiles) ftruncate(fd int, size int64) error         { return syscall.Ftruncate(fd, size) }
+
+func (systemFiles) pwrite(fd int, b []byte, off int64) (int, error) {
+	for {
+		n, err := syscall.Pwrite(fd, b, off)
+		if err != syscall.EINTR {
+			return n, err
+		}
+	}
 }
 func (systemFiles) remove(path string) error { return syscall.Unlink(path) }
 func (systemFiles) utimes(path string, t time.Time) error {

@@ -3,7 +3,6 @@ package cache
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"os"
 	"slices"
 	"sync"
@@ -58,13 +57,17 @@ func (f *countingFiles) rename(a, b string) error {
 	f.note("rename")
 	return f.systemFiles.rename(a, b)
 }
-func (f *countingFiles) symlink(t, p string) error {
-	f.note("symlink")
-	return f.systemFiles.symlink(t, p)
+func (f *countingFiles) pwrite(fd int, b []byte, off int64) (int, error) {
+	f.note("pwrite")
+	return f.systemFiles.pwrite(fd, b, off)
 }
-func (f *countingFiles) readlink(p string, b []byte) (int, error) {
-	f.note("readlink")
-	return f.systemFiles.readlink(p, b)
+func (f *countingFiles) fstat(fd int, st *syscall.Stat_t) error {
+	f.note("fstat")
+	return f.systemFiles.fstat(fd, st)
+}
+func (f *countingFiles) ftruncate(fd int, size int64) error {
+	f.note("ftruncate")
+	return f.systemFiles.ftruncate(fd, size)
 }
 func (f *countingFiles) remove(p string) error { f.note("remove"); return f.systemFiles.remove(p) }
 func (f *countingFiles) utimes(p string, t time.Time) error {
@@ -79,37 +82,47 @@ func countCalls(c *Cache) *countingFiles {
 	return f
 }
 
-// TestFillCalls: a fill is one file created, written in one call, closed
-// and renamed into place (no stat of the target, no sync, no folder made
-// for it, also the first in a new cache), and noting an object's version
-// for the first time is one call.
+// TestFillCalls: a fill alone is one file (a pack) created, written in
+// one call, closed and renamed into place (no stat of the target, no
+// sync, no folder made for it, also the first in a new cache); indexing
+// it and noting its object are one read and one write of a table each,
+// opened once.
 func TestFillCalls(t *testing.T) {
 	c, err := Open(t.TempDir(), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := countCalls(c)
+	if c.Known("o") {
+		t.Fatal("an object of an empty cache is known")
+	}
+	if got, want := f.take(), []string{"open", "fstat", "ftruncate", "preadv"}; !slices.Equal(got, want) {
+		t.Errorf("the first note read made the calls %v, want %v", got, want)
+	}
+	c.Lookup(Key{Object: "p", Version: "v", Length: 1000}) // opens the index
+	f.take()
 	k := Key{Object: "o", Version: "v", Length: 1000}
 	g := c.NewFillGroup()
 	g.Fill(k, payload(1, 1000), true)
 	g.Wait()
-	if got, want := f.take(), []string{"open", "write", "close", "rename", "symlink"}; !slices.Equal(got, want) {
+	if got, want := f.take(), []string{"open", "write", "close", "rename", "preadv", "pwrite", "preadv", "pwrite"}; !slices.Equal(got, want) {
 		t.Errorf("a fill made the calls %v, want %v", got, want)
 	}
-	if v, ok := c.Known("o"); !ok || v != "v" {
-		t.Fatalf("Known = %q, %v", v, ok)
+	if !c.Known("o") {
+		t.Fatal("the filled object is not known")
 	}
-	// A new version replaces the note; the same one leaves it.
-	c.SetKnown("o", "v")
-	c.SetKnown("o", "w")
-	if v, ok := c.Known("o"); !ok || v != "w" {
-		t.Fatalf("Known = %q, %v after a new version", v, ok)
+	// Noting it again writes nothing.
+	f.take()
+	c.SetKnown("o")
+	if got, want := f.take(), []string{"preadv"}; !slices.Equal(got, want) {
+		t.Errorf("noting a known object made the calls %v, want %v", got, want)
 	}
 	c.Close()
 }
 
-// TestHitCalls: a hit is a stat (Lookup), then one open, one read of the
-// header and the bytes together, and a close; the read checks them.
+// TestHitCalls: a hit is a read of the index and a stat (Lookup), then
+// one open, one read of the header and the bytes together, and a close;
+// the read checks them.
 func TestHitCalls(t *testing.T) {
 	c, err := Open(t.TempDir(), 1<<20)
 	if err != nil {
@@ -129,15 +142,15 @@ func TestHitCalls(t *testing.T) {
 	if err != nil || !bytes.Equal(got, payload(3, 5000)) {
 		t.Fatalf("read = %v", err)
 	}
-	if calls, want := f.take(), []string{"stat", "open", "preadv", "close"}; !slices.Equal(calls, want) {
+	if calls, want := f.take(), []string{"preadv", "stat", "open", "preadv", "close"}; !slices.Equal(calls, want) {
 		t.Errorf("a hit made the calls %v, want %v", calls, want)
 	}
 }
 
 // TestCorruptReadIsPermanent: an entry whose bytes fail their checksum
 // fails its read as not found (a scheduler does not retry it: the entry
-// is removed), wrapping ErrCorrupt; an entry file holding another key's
-// header fails the same way.
+// is dropped), wrapping ErrCorrupt; an entry whose place holds another
+// key's header fails the same way.
 func TestCorruptReadIsPermanent(t *testing.T) {
 	c, err := Open(t.TempDir(), 1<<20)
 	if err != nil {
@@ -164,8 +177,8 @@ func TestCorruptReadIsPermanent(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !store.Permanent(err) {
 		t.Fatalf("read of an entry holding another key = %v, want ErrCorrupt, permanent", err)
 	}
-	if _, err := os.Stat(ea.Path); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal("the entry was not removed")
+	if _, ok := c.Lookup(a); ok {
+		t.Fatal("the entry is still found")
 	}
 	if st := c.Stats(); st.Corrupt != 1 {
 		t.Fatalf("Corrupt = %d, want 1", st.Corrupt)

@@ -3,7 +3,10 @@ package cache
 // Fills in the background: a scan hands the bytes it fetched to Fill and
 // decodes them at once; the entry is written by writer goroutines of the
 // cache, which hold no IO slot and never make the scan's reads or decode
-// wait (its end may wait for them: FillGroup.Wait).
+// wait (its end may wait for them: FillGroup.Wait). A writer appends the
+// fills it takes to one pack (pack.go) and puts it in place when it is
+// full, when fills are waited for, or when none came for a while (see
+// nextFill): a fill is done, for its group's Wait, once its pack is.
 //
 // Fill copies the bytes: the caller's buffer goes back to its pool (or
 // its mapping is unmapped) as soon as the caller's consumer is done with
@@ -39,8 +42,9 @@ const fillWriters = 2
 // the recency of that entry file (of no group).
 type fill struct {
 	k     Key
-	data  []byte // HeaderSize bytes, then the range's
-	known bool   // note k.Version as k.Object's (SetKnown) once written
+	n     int64  // the range's length
+	data  []byte // HeaderSize bytes, then the range's, then room to pad it
+	known bool   // note k.Object as known (SetKnown) once written
 	group *FillGroup
 	touch string
 }
@@ -54,7 +58,9 @@ type fillQueue struct {
 	paused  chan struct{}
 	idle    *sync.Cond // signalled when a fill ends and when a writer does
 	closed  bool
-	bound   int64 // FillBytes; smaller in tests
+	waiting int           // FillGroup.Waits waiting
+	bound   int64         // FillBytes; smaller in tests
+	linger  time.Duration // packLinger; longer in tests
 	// touched is when this process last queued each entry's touch.
 	touched map[string]time.Time
 
@@ -75,9 +81,9 @@ func (c *Cache) NewFillGroup() *FillGroup { return &FillGroup{c: c} }
 
 // Fill queues data (a copy of it: the caller may reuse data as soon as Fill
 // returns) to be stored as the bytes of k, as Put stores them, by a writer
-// of the cache, and returns at once. If known, k.Version is noted as
-// k.Object's (SetKnown) once the entry is written. It reports whether the
-// fill was queued: it is dropped, and counted (Stats.Dropped), when the
+// of the cache, and returns at once. If known, k.Object is noted as one
+// the cache holds ranges of (SetKnown) once the entry is written. It
+// reports whether the fill was queued: it is dropped, and counted (Stats.Dropped), when the
 // fills pending hold FillBytes already, or when the cache is closed.
 func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
 	c := g.c
@@ -98,14 +104,14 @@ func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
 	// The copy is made outside the lock: fills of other scans need not
 	// wait for it. Its room is taken above, and corrected to the
 	// buffer's capacity below.
-	buf := fillBuffer(HeaderSize + len(data))
+	buf := fillBuffer(int(padded(n)))
 	if buf != nil {
 		copy(buf[HeaderSize:], data)
 	} else {
 		// append clears none of the bytes it copies, as make would.
-		buf = append(make([]byte, HeaderSize), data...)
+		buf = append(make([]byte, HeaderSize, padded(n)), data...)[:padded(n)]
 	}
-	f := &fill{k: k, data: buf, known: known, group: g}
+	f := &fill{k: k, n: n, data: buf, known: known, group: g}
 	fq.mu.Lock()
 	if fq.closed { // closed while the copy was made
 		fq.held -= n
@@ -128,6 +134,8 @@ func (c *Cache) queueLocked(f *fill) {
 	start := fq.writers < fillWriters
 	if start {
 		fq.writers++
+	} else {
+		fq.cond().Broadcast() // a writer may be waiting with its pack (nextFill)
 	}
 	fq.mu.Unlock()
 	if start {
@@ -163,43 +171,151 @@ func (c *Cache) touch(p string, mtime time.Time) {
 	c.queueLocked(&fill{touch: p})
 }
 
-// writeFills is one writer: it writes queued fills until there are none,
-// then ends (no goroutine stays while nothing is pending).
+// writeFills is one writer: it writes queued fills into a pack, puts the
+// pack in place when it is full or its fills are waited for (see
+// nextFill), and ends when nothing is pending (no goroutine stays while
+// nothing is).
 func (c *Cache) writeFills() {
-	fq := &c.fills
+	w := fillWriter{c: c, p: pack{c: c}, max: min(packMax, max(c.size/8, 1))}
 	for {
-		fq.mu.Lock()
-		for fq.paused != nil {
-			p := fq.paused
-			fq.mu.Unlock()
-			<-p
-			fq.mu.Lock()
-		}
-		if len(fq.q) == 0 {
-			fq.writers--
-			fq.cond().Broadcast()
-			fq.mu.Unlock()
+		f := c.nextFill(&w)
+		if f == nil {
 			return
 		}
-		f := fq.q[0]
-		fq.q[0] = nil
-		fq.q = fq.q[1:]
-		fq.mu.Unlock()
 		if f.touch != "" {
 			c.files.utimes(f.touch, time.Now()) // a failure only ages the entry
 			continue
 		}
-		// A failure to write is counted by Put; the scan has its bytes.
-		if ok, _ := c.put(f.k, f.data[HeaderSize:], f.data); ok && f.known {
-			c.SetKnown(f.k.Object, f.k.Version)
+		w.add(f)
+		if w.p.size >= w.max {
+			w.finish()
 		}
-		freeFillBuffer(f.data)
-		fq.mu.Lock()
-		fq.held -= int64(cap(f.data))
-		f.group.pending--
-		fq.cond().Broadcast()
-		fq.mu.Unlock()
 	}
+}
+
+// packLinger is how long a writer holding a pack waits for more fills
+// when none is queued before it puts the pack in place: fills arrive one
+// by one as a scan's reads end, and a pack put in place at each pause
+// between them would be a file per fill again.
+const packLinger = 20 * time.Millisecond
+
+// nextFill returns the next fill for w to write, or nil when w is to end
+// (nothing queued and nothing in its pack). Meanwhile it puts w's pack in
+// place when its fills are waited for (FillGroup.Wait, Close), when the
+// writers are paused, or when no fill came for packLinger.
+func (c *Cache) nextFill(w *fillWriter) *fill {
+	fq := &c.fills
+	fq.mu.Lock()
+	for {
+		switch {
+		case fq.paused != nil:
+			p := fq.paused
+			fq.mu.Unlock()
+			w.finish()
+			<-p
+			fq.mu.Lock()
+		case len(fq.q) > 0:
+			f := fq.q[0]
+			fq.q[0] = nil
+			fq.q = fq.q[1:]
+			fq.mu.Unlock()
+			return f
+		case len(w.in) == 0:
+			fq.writers--
+			fq.cond().Broadcast()
+			fq.mu.Unlock()
+			return nil
+		case fq.waiting > 0 || fq.closed || w.lingered:
+			w.lingered = false
+			fq.mu.Unlock()
+			w.finish()
+			fq.mu.Lock()
+		default:
+			t := time.AfterFunc(fq.linger, func() {
+				fq.mu.Lock()
+				w.lingered = true
+				fq.cond().Broadcast()
+				fq.mu.Unlock()
+			})
+			fq.cond().Wait()
+			t.Stop()
+		}
+	}
+}
+
+// fillWriter is a writer's pack and the fills in it.
+type fillWriter struct {
+	c      *Cache
+	p      pack
+	max    int64 // the size past which the pack is put in place
+	in     []*fill
+	failed bool // a write into the pack failed: it is dropped
+	// lingered is set (under the queue's lock) when the writer waited
+	// packLinger for a fill.
+	lingered bool
+	evict    bool // an entry in the pack passed the size
+}
+
+// add writes f into the pack, if the admission rule takes it; its buffer
+// is free after (the bytes are in the file), its group's wait ends with
+// the pack's.
+func (w *fillWriter) add(f *fill) {
+	c := w.c
+	h := f.k.hash()
+	ok, evict := c.admit(h, f.n)
+	if ok && !w.failed {
+		w.failed = w.p.add(h, f.data, f.n) != nil
+	}
+	w.evict = w.evict || evict
+	fq := &c.fills
+	freeFillBuffer(f.data)
+	fq.mu.Lock()
+	fq.held -= int64(cap(f.data))
+	fq.mu.Unlock()
+	f.data = nil
+	if !ok {
+		w.done([]*fill{f})
+		return
+	}
+	w.in = append(w.in, f)
+}
+
+// finish puts the pack in place (or drops it: a write failed) and ends
+// its fills.
+func (w *fillWriter) finish() {
+	if len(w.in) == 0 {
+		return // no pack begun
+	}
+	c := w.c
+	if err := w.p.finish(w.failed); err != nil || w.failed {
+		for _, f := range w.in {
+			c.used.Add(-f.n)
+			c.errs.Add(1)
+		}
+	} else {
+		for _, f := range w.in {
+			c.stored.Add(1)
+			if f.known {
+				c.SetKnown(f.k.Object)
+			}
+		}
+	}
+	if w.evict {
+		c.evict()
+	}
+	w.done(w.in)
+	w.in, w.failed, w.evict = w.in[:0], false, false
+}
+
+// done ends fills fs for their groups' Wait.
+func (w *fillWriter) done(fs []*fill) {
+	fq := &w.c.fills
+	fq.mu.Lock()
+	for _, f := range fs {
+		f.group.pending--
+	}
+	fq.cond().Broadcast()
+	fq.mu.Unlock()
 }
 
 // cond returns the queue's idle condition, made on first use; fq.mu is
@@ -217,9 +333,16 @@ func (g *FillGroup) Wait() {
 	fq := &g.c.fills
 	fq.mu.Lock()
 	defer fq.mu.Unlock()
+	if g.pending == 0 {
+		return
+	}
+	// Writers holding packs put them in place now (nextFill).
+	fq.waiting++
+	fq.cond().Broadcast()
 	for g.pending > 0 {
 		fq.cond().Wait()
 	}
+	fq.waiting--
 }
 
 // Close stops taking fills (later ones are dropped) and waits for those
@@ -229,6 +352,7 @@ func (c *Cache) Close() {
 	fq := &c.fills
 	fq.mu.Lock()
 	fq.closed = true
+	fq.cond().Broadcast() // writers holding packs put them in place
 	for fq.writers > 0 {
 		fq.cond().Wait()
 	}

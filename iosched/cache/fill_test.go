@@ -76,8 +76,8 @@ func TestFillQueueFullDrops(t *testing.T) {
 	if !hasEntry(t, c, big, payload(3, 3000)) {
 		t.Fatal("the large range was not stored")
 	}
-	if v, ok := c.Known("o"); !ok || v != "v" {
-		t.Fatalf("Known = %q, %v after a fill that notes its version", v, ok)
+	if !c.Known("o") {
+		t.Fatal("the object is not known after a fill that notes it")
 	}
 	c.Close()
 }
@@ -176,7 +176,10 @@ func TestTouchOffThePath(t *testing.T) {
 	if ok, err := c.Put(k, payload(1, 100)); !ok || err != nil {
 		t.Fatalf("Put = %v, %v", ok, err)
 	}
-	e := Entry{Path: c.entryPath(k.hash())}
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("no entry after Put")
+	}
 	old := time.Now().Add(-2 * time.Hour)
 	if err := os.Chtimes(e.Path, old, old); err != nil {
 		t.Fatal(err)

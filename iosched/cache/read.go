@@ -5,7 +5,8 @@ package cache
 // own, the bytes straight into the caller's), and checks both as it
 // reads: the header names the entry's key and length, and the checksum
 // of the bytes is computed while they are still in the processor's
-// cache. A hit thus costs a stat (Lookup), an open, one read and a close.
+// cache. A hit thus costs a read of the index and a stat (Lookup), an
+// open, one read and a close.
 // An entry larger than readWholeMax is read through the store of local
 // files instead, which may map it, and checked afterwards (Check): the
 // header was read by Lookup.
@@ -13,7 +14,6 @@ package cache
 import (
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -29,7 +29,7 @@ import (
 // the store of local files would not map it.
 const readWholeMax = 1 << 20
 
-// StoreFor returns the store to read e through (name e.Path, offset
+// StoreFor returns the store to read e through (name e.Name(), offset
 // e.Offset, length e.Length): the cache's own, which checks the entry as
 // it reads it, or files (a store of local files), after which Check
 // verifies the bytes.
@@ -51,30 +51,32 @@ func (s *entryStore) fail(name string, off, length int64, err error) error {
 	return &store.RequestError{Op: "GET", URL: s.URL(name), Range: fmt.Sprintf("bytes=%d-%d", off, off+length-1), Err: err}
 }
 
-// GetRange reads the bytes of entry file name: off must be HeaderSize
-// and length the entry's (a part of an entry is not read here: nothing
-// could check it). An entry whose header or bytes do not match fails with
-// an error wrapping ErrCorrupt and store.ErrNotFound (it is removed: a
-// retry would not find it), and is counted (Stats.Corrupt).
+// GetRange reads the bytes of the entry name (Entry.Name: its pack and
+// its key) at off: off must be where an entry's bytes start and length
+// the entry's (a part of an entry is not read here: nothing could check
+// it). An entry whose header or bytes do not match fails with an error
+// wrapping ErrCorrupt and store.ErrNotFound (it is dropped from the
+// index: a retry would not find it), and is counted (Stats.Corrupt).
 func (s *entryStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
-	if off != HeaderSize || length < 0 {
+	if off < HeaderSize || (off-HeaderSize)%64 != 0 || length < 0 {
 		return nil, s.fail(name, off, length, fmt.Errorf("%w: a part of a cache entry", store.ErrUnsupported))
 	}
-	x, err := hex.DecodeString(filepath.Base(name))
-	if err != nil || len(x) != 32 {
+	path, key, ok := parseEntryName(name)
+	num, isPack := packOf(path)
+	if !ok || !isPack {
 		return nil, s.fail(name, off, length, fmt.Errorf("%w: not a cache entry", store.ErrNotFound))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, s.fail(name, off, length, err)
 	}
-	fd, err := s.c.files.open(name, syscall.O_RDONLY|noFollow, 0)
+	fd, err := s.c.files.open(path, syscall.O_RDONLY|noFollow, 0)
 	if err != nil {
 		if err == syscall.ENOENT {
 			err = store.ErrNotFound
 		}
 		return nil, s.fail(name, off, length, err)
 	}
-	return &entryBody{s: s, name: name, fd: fd, key: [32]byte(x), length: length}, nil
+	return &entryBody{s: s, name: name, fd: fd, key: key, at: place{pack: num, off: off - HeaderSize, length: length}, length: length}, nil
 }
 
 func (s *entryStore) Size(ctx context.Context, name string) (int64, error) {
@@ -95,6 +97,7 @@ type entryBody struct {
 	name   string
 	fd     int
 	key    [32]byte
+	at     place // where it is: its index slot is dropped if it fails
 	length int64 // the entry's bytes
 	done   int64 // read so far
 	headed bool  // the header was read and matched
@@ -114,7 +117,7 @@ func (b *entryBody) Read(p []byte) (int, error) {
 	var n int
 	var err error
 	if !b.headed {
-		n, err = b.s.c.files.preadv(b.fd, [][]byte{b.hdr[:], p}, 0)
+		n, err = b.s.c.files.preadv(b.fd, [][]byte{b.hdr[:], p}, b.at.off)
 		if err == nil {
 			if n < HeaderSize {
 				return 0, b.corrupt("short header")
@@ -126,10 +129,10 @@ func (b *entryBody) Read(p []byte) (int, error) {
 			b.headed = true
 		}
 	} else {
-		n, err = b.s.c.files.preadv(b.fd, [][]byte{p}, HeaderSize+b.done)
+		n, err = b.s.c.files.preadv(b.fd, [][]byte{p}, b.at.off+HeaderSize+b.done)
 	}
 	if err != nil {
-		return 0, b.s.fail(b.name, HeaderSize, b.length, err)
+		return 0, b.s.fail(b.name, b.at.off+HeaderSize, b.length, err)
 	}
 	if n == 0 && len(p) > 0 {
 		return 0, b.corrupt("shorter than its header says")
@@ -147,8 +150,8 @@ func (b *entryBody) Read(p []byte) (int, error) {
 // corrupt drops the entry and returns the error of its read.
 func (b *entryBody) corrupt(what string) error {
 	b.s.c.corrupt.Add(1)
-	b.s.c.files.remove(b.name)
-	return b.s.fail(b.name, HeaderSize, b.length, fmt.Errorf("%w (%s): %w", ErrCorrupt, what, store.ErrNotFound))
+	b.s.c.unindex(b.key, b.at)
+	return b.s.fail(b.name, b.at.off+HeaderSize, b.length, fmt.Errorf("%w (%s): %w", ErrCorrupt, what, store.ErrNotFound))
 }
 
 func (b *entryBody) Close() error {
