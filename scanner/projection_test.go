@@ -136,14 +136,7 @@ func TestWholeChunkDecodesItsFields(t *testing.T) {
 		scan := startScan(t, Config{Source: source, Process: testProcess(t), Ordered: true}, fields)
 		defer scan.Close()
 		out := map[string][]arrow.Array{}
-		for {
-			b, err := scan.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b == nil {
-				break
-			}
+		eachBatch(t, scan, func(b *Batch) {
 			// datagen writes IPC files and streams; a stream is decoded whole.
 			data, err := os.ReadFile(filepath.Join(dir, "chunks/segment=s0", b.Chunk.ChunkID+".arrow"))
 			if err != nil {
@@ -159,7 +152,7 @@ func TestWholeChunkDecodesItsFields(t *testing.T) {
 			col.Retain()
 			out[b.Chunk.ChunkID] = append(out[b.Chunk.ChunkID], col)
 			b.Close()
-		}
+		})
 		if st := scan.Stats(); st.ProjectedChunks != 0 {
 			t.Fatalf("%d chunks read by projected IO; the test wants small chunks read whole", st.ProjectedChunks)
 		}

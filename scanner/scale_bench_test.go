@@ -87,21 +87,14 @@ func BenchmarkTinyChunks(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for {
-			bt, err := scan.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if bt == nil {
-				break
-			}
+		eachBatch(b, scan, func(bt *Batch) {
 			for {
 				if _, n := bt.Take(2048); n == 0 {
 					break
 				}
 			}
 			bt.Close()
-		}
+		})
 		st := scan.Stats()
 		scan.Close()
 		runtime.ReadMemStats(&ms)
