@@ -103,7 +103,11 @@ func (t *threadState) fault(f *C.rs_fault) error {
 	col := t.scan.bind.columns[t.scan.projection[f.column]]
 	arrowType := "?"
 	if col.field >= 0 {
-		arrowType = t.batch.Record.Schema().Field(col.field).Type.String()
+		// By the batch's field map: a batch may hold the scan's fields
+		// alone (a projected read, or a chunk read whole).
+		if a := t.batch.Column(col.field); a != nil {
+			arrowType = a.DataType().String()
+		}
 	}
 	switch f.why {
 	case C.RS_GUARD_RANGE:

@@ -110,6 +110,21 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 	if !covered {
 		ca.fetching(retained) // the first chunk's, or of a size not known before
 	}
+	if s.wholeCols != nil {
+		// Only the scan's columns of an IPC file: building (and checking)
+		// the others is work for nothing, most of a small chunk's decode.
+		schema, batches, err := arrowipc.DecodeColumns(data, s.fields, mem)
+		switch {
+		case err == nil:
+			if err := s.checkSchema(schema, batches); err != nil {
+				return nil, nil, 0, err
+			}
+			return batches, s.wholeCols, retained, nil
+		case !errors.Is(err, arrowipc.ErrDictionaries) && !errors.Is(err, arrowipc.ErrNotFile):
+			return nil, nil, 0, err
+		}
+		// A stream, or dictionaries: decoded whole.
+	}
 	schema, batches, err := arrowipc.Decode(data, mem)
 	if err != nil {
 		return nil, nil, 0, err
@@ -190,16 +205,23 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	if err := s.checkSchema(schema, batches); err != nil {
 		return nil, nil, 0, err
 	}
-	cols := make([]int, len(s.plan.Schema.Fields()))
-	for i := range cols {
-		cols[i] = -1
-	}
-	for j, f := range s.fields {
-		cols[f] = j
-	}
+	cols := columnMap(len(s.plan.Schema.Fields()), s.fields)
 	s.projectedChunks.Add(1)
 	s.projectionSaved.Add(max(0, size-wire))
 	return batches, cols, wire, nil
+}
+
+// columnMap is the field → column map (-1: absent) of batches holding
+// fields, of a schema of n fields.
+func columnMap(n int, fields []int) []int {
+	cols := make([]int, n)
+	for i := range cols {
+		cols[i] = -1
+	}
+	for j, f := range fields {
+		cols[f] = j
+	}
+	return cols
 }
 
 // submit runs one vector of requests and adds its IO counters to the scan's.

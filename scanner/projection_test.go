@@ -1,12 +1,15 @@
 package scanner
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
@@ -114,5 +117,64 @@ func TestProjectionUnderQueueing(t *testing.T) {
 	}
 	if m.Latency <= 2*m.Floor {
 		t.Errorf("model %+v: the store did not queue, the test shows nothing", m)
+	}
+}
+
+// TestWholeChunkDecodesItsFields: a small local chunk is read whole (no
+// projected IO), yet only the scan's fields are decoded: its batches hold
+// those columns alone, equal to a scan of every field. Before, every
+// column of every chunk was built and checked, most of a small chunk's
+// decode for a query of one column.
+func TestWholeChunkDecodesItsFields(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 4, RowsPerChunk: 300, BatchesPerChunk: 2, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	source := filepath.Join(dir, "chunks/**/*.arrow")
+	files := 0 // batches of IPC files in the scan of one field
+	byChunk := func(fields []int) map[string][]arrow.Array {
+		scan := startScan(t, Config{Source: source, Process: testProcess(t), Ordered: true}, fields)
+		defer scan.Close()
+		out := map[string][]arrow.Array{}
+		eachBatch(t, scan, func(b *Batch) {
+			// datagen writes IPC files and streams; a stream is decoded whole.
+			data, err := os.ReadFile(filepath.Join(dir, "chunks/segment=s0", b.Chunk.ChunkID+".arrow"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fields != nil && bytes.HasPrefix(data, []byte("ARROW1")) {
+				files++
+				if int(b.Record.NumCols()) != len(fields) || b.Column(0) != nil {
+					t.Errorf("chunk %s: a batch of %d columns, want %d (the scan's fields)", b.Chunk.ChunkID, b.Record.NumCols(), len(fields))
+				}
+			}
+			col := b.Column(2)
+			col.Retain()
+			out[b.Chunk.ChunkID] = append(out[b.Chunk.ChunkID], col)
+			b.Close()
+		})
+		if st := scan.Stats(); st.ProjectedChunks != 0 {
+			t.Fatalf("%d chunks read by projected IO; the test wants small chunks read whole", st.ProjectedChunks)
+		}
+		return out
+	}
+	want, got := byChunk(nil), byChunk([]int{2})
+	if files == 0 {
+		t.Fatal("no chunk is an IPC file: the test needs some (datagen changed)")
+	}
+	if len(got) != 4 || len(want) != 4 {
+		t.Fatalf("%d chunks, %d in the full scan, want 4", len(got), len(want))
+	}
+	for id, cols := range want {
+		if len(got[id]) != len(cols) {
+			t.Fatalf("chunk %s: %d batches, %d in the full scan", id, len(got[id]), len(cols))
+		}
+		for i := range cols {
+			if !array.Equal(got[id][i], cols[i]) {
+				t.Errorf("chunk %s batch %d: field 2 differs from the full scan's:\n%v\n%v", id, i, got[id][i], cols[i])
+			}
+			got[id][i].Release()
+			cols[i].Release()
+		}
 	}
 }

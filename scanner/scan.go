@@ -48,7 +48,11 @@ type Scan struct {
 	counted     bool
 	countedNext atomic.Int64
 	absent      []int // a counted batch's cols: no field read
-	estimate    int64 // wire bytes of a chunk whose size is unknown
+	// wholeCols, when the scan needs fewer than all fields (and not by
+	// name), is the field → column map of a chunk read whole whose
+	// fields alone are decoded (loadWhole).
+	wholeCols []int
+	estimate  int64 // wire bytes of a chunk whose size is unknown
 	// probe, if not nil, is closed once the first chunk is decoded (or
 	// failed): until then no other chunk is reserved, as nothing is known
 	// of how far the chunks decompress. There is none when the catalog
@@ -122,6 +126,9 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		}
 	}
 	s.projected = !s.counted && s.planProjection(fields)
+	if n := len(p.Schema.Fields()); !s.counted && !p.cfg.UnionByName && len(fields) < n {
+		s.wholeCols = columnMap(n, fields)
+	}
 
 	var total, largest int64
 	for i := range p.Chunks.Len() {

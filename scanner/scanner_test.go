@@ -207,6 +207,22 @@ func TestSchemaMismatch(t *testing.T) {
 	}
 }
 
+// eachBatch hands every batch of scan to fn, which closes it, until the
+// end; an error of the scan fails tb.
+func eachBatch(tb testing.TB, scan *Scan, fn func(*Batch)) {
+	tb.Helper()
+	for {
+		b, err := scan.Next()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if b == nil {
+			return
+		}
+		fn(b)
+	}
+}
+
 // drain reads a whole scan on threads goroutines, consuming each batch in
 // vector-sized slices, and returns rows and sum(x) per segment.
 func drain(t *testing.T, scan *Scan, threads int, slow time.Duration) (map[string]int64, map[string]int64) {

@@ -164,7 +164,13 @@ func (s *fileStore) Size(ctx context.Context, name string) (int64, error) {
 }
 
 // List walks the directory that contains prefix and returns the regular
-// files below it whose names start with prefix.
+// files below it whose names start with prefix. Symbolic links are not
+// followed, as filepath.WalkDir follows none: only the root's, when
+// prefix names it with a final slash.
+//
+// A folder is read through its descriptor and each file's size asked of
+// it (fstatat), not by the file's whole path: of a listing of many small
+// files, the path walks and a FileInfo each were much of bind's work.
 func (s *fileStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	dir := prefix
 	if !strings.HasSuffix(dir, "/") {
@@ -174,43 +180,95 @@ func (s *fileStore) List(ctx context.Context, prefix string) ([]ObjectInfo, erro
 		dir = "/"
 	}
 	var out []ObjectInfo
-	root := filepath.FromSlash(dir)
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll // an absent directory lists nothing
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		name := filepath.ToSlash(p)
-		if d.IsDir() {
-			// Skip directories that cannot contain a match.
-			if p != root && !strings.HasPrefix(name+"/", prefix) && !strings.HasPrefix(prefix, name+"/") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !strings.HasPrefix(name, prefix) {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if len(out) == maxListObjects {
-			return tooManyObjects()
-		}
-		out = append(out, ObjectInfo{Name: name, Size: info.Size()})
-		return nil
-	})
-	if err != nil {
+	if err := s.listDir(ctx, filepath.FromSlash(dir), prefix, true, &out); err != nil {
 		return nil, s.fail("LIST", prefix, "", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// listDir appends the regular files under folder p whose names start with
+// prefix to out, then lists its subfolders that can hold such names. Only
+// one folder is open at a time. An absent root, or one that is no folder
+// (a file, a link not named with a final slash), lists nothing.
+func (s *fileStore) listDir(ctx context.Context, p, prefix string, root bool, out *[]ObjectInfo) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	switch {
+	case root && err == unix.ENOENT:
+		return nil
+	case root && (err == unix.ENOTDIR || err == unix.ELOOP):
+		// A file or a link lists nothing; a path through a file fails.
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return &fs.PathError{Op: "lstat", Path: p, Err: err}
+		}
+		return nil
+	case err == unix.ENOTDIR || err == unix.ELOOP:
+		return nil // replaced by a file or a link since its folder was read
+	case err != nil:
+		return &fs.PathError{Op: "open", Path: p, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), p) // closes fd
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	base := filepath.ToSlash(p)
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	var dirs []string
+	for _, d := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := base + d.Name()
+		if d.IsDir() {
+			// Skip folders that cannot contain a match.
+			if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(prefix, name+"/") {
+				dirs = append(dirs, d.Name())
+			}
+			continue
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		var st unix.Stat_t
+		for {
+			err = unix.Fstatat(fd, d.Name(), &st, unix.AT_SYMLINK_NOFOLLOW)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		if err != nil {
+			return &fs.PathError{Op: "lstat", Path: filepath.Join(p, d.Name()), Err: err}
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue // replaced since the folder was read
+		}
+		if len(*out) == maxListObjects {
+			return tooManyObjects()
+		}
+		*out = append(*out, ObjectInfo{Name: name, Size: st.Size})
+	}
+	f.Close()
+	for _, d := range dirs {
+		if err := s.listDir(ctx, filepath.Join(p, d), prefix, false, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (*fileStore) IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

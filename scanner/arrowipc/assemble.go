@@ -78,21 +78,12 @@ func (c *ipcCursor) arrayShape(dt arrow.DataType) (nbufs int, children []arrow.D
 // layoutColumns walks the schema depth first, as the IPC format lays out
 // nodes and buffers, and returns each top-level field's share.
 func layoutColumns(schema *arrow.Schema, rb *ipcBatch) ([]columnLayout, error) {
-	c := &ipcCursor{rb: rb}
-	var walk func(dt arrow.DataType) error
-	walk = func(dt arrow.DataType) error {
-		_, children, err := c.arrayShape(dt)
-		for _, ch := range children {
-			if err == nil {
-				err = walk(ch)
-			}
-		}
-		return err
-	}
-	out := make([]columnLayout, len(schema.Fields()))
-	for i, f := range schema.Fields() {
+	c := ipcCursor{rb: rb}
+	out := make([]columnLayout, schema.NumFields())
+	for i := range out {
+		f := schema.Field(i)
 		l := columnLayout{node0: c.node, buf0: c.buf, variadic0: c.vari}
-		if err := walk(f.Type); err != nil {
+		if err := c.skip(f.Type); err != nil {
 			return nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, err)
 		}
 		l.nodes, l.bufs, l.variadics = c.node-l.node0, c.buf-l.buf0, c.vari-l.variadic0
@@ -103,6 +94,17 @@ func layoutColumns(schema *arrow.Schema, rb *ipcBatch) ([]columnLayout, error) {
 			ErrMalformed, len(rb.Nodes), len(rb.Buffers), c.node, c.buf)
 	}
 	return out, nil
+}
+
+// skip advances c past one array of type dt and its children.
+func (c *ipcCursor) skip(dt arrow.DataType) error {
+	_, children, err := c.arrayShape(dt)
+	for _, ch := range children {
+		if err == nil {
+			err = c.skip(ch)
+		}
+	}
+	return err
 }
 
 // columnRange is the span of the body holding all of one column's buffers.
@@ -132,68 +134,8 @@ func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at
 			arr, err = nil, recoveredError(fmt.Sprintf("column %q", f.Name), r)
 		}
 	}()
-	c := &ipcCursor{rb: rb, node: l.node0, buf: l.buf0, vari: l.variadic0}
-	var bufs []*memory.Buffer
-	defer func() {
-		for _, b := range bufs {
-			b.Release()
-		}
-	}()
-	take := func(i int) (*memory.Buffer, error) {
-		r := rb.Buffers[i]
-		if r.Length == 0 {
-			return nil, nil
-		}
-		lo := r.Offset - at
-		if lo < 0 || lo+r.Length > int64(len(data)) {
-			return nil, fmt.Errorf("buffer %d (%d+%d) outside the fetched range", i, r.Offset, r.Length)
-		}
-		b, err := decompress(data[lo:lo+r.Length], rb.Codec, mem)
-		if err == nil {
-			bufs = append(bufs, b)
-		}
-		return b, err
-	}
-	var build func(dt arrow.DataType) (arrow.ArrayData, error)
-	build = func(dt arrow.DataType) (arrow.ArrayData, error) {
-		n := rb.Nodes[c.node]
-		first := c.buf
-		nbufs, childTypes, err := c.arrayShape(dt)
-		if err != nil {
-			return nil, err
-		}
-		bs := make([]*memory.Buffer, nbufs)
-		for i := range bs {
-			if i == 0 && n.Nulls == 0 {
-				// An array of no nulls has no validity bitmap, whatever
-				// buffer the file gives it (as arrow-go reads it): one of
-				// zeros beside a null count of 0 would make an array
-				// whose null count and bitmap disagree.
-				continue
-			}
-			if bs[i], err = take(first + i); err != nil {
-				return nil, err
-			}
-		}
-		var children []arrow.ArrayData
-		release := func() {
-			for _, ch := range children {
-				ch.Release()
-			}
-		}
-		for _, ct := range childTypes {
-			ch, err := build(ct)
-			if err != nil {
-				release()
-				return nil, err
-			}
-			children = append(children, ch)
-		}
-		d := array.NewData(dt, int(n.Length), bs, children, int(n.Nulls), 0)
-		release() // d holds its own references
-		return d, nil
-	}
-	d, err := build(f.Type)
+	a := assembler{c: ipcCursor{rb: rb, node: l.node0, buf: l.buf0, vari: l.variadic0}, data: data, at: at, mem: mem}
+	d, err := a.build(f.Type)
 	if err != nil {
 		return nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, err)
 	}
@@ -212,6 +154,77 @@ func assembleColumn(f arrow.Field, rb *ipcBatch, l columnLayout, data []byte, at
 		return nil, fmt.Errorf("%w: column %q: %v", ErrMalformed, f.Name, err)
 	}
 	return array.MakeFromData(d), nil
+}
+
+// assembler builds one column's arrays (assembleColumn): the cursor walks
+// its field nodes and buffers, data holds body bytes [at, at+len(data)).
+type assembler struct {
+	c    ipcCursor
+	data []byte
+	at   int64
+	mem  memory.Allocator
+}
+
+// take returns buffer i of the batch (nil: of no bytes), which the caller
+// releases.
+func (a *assembler) take(i int) (*memory.Buffer, error) {
+	r := a.c.rb.Buffers[i]
+	if r.Length == 0 {
+		return nil, nil
+	}
+	lo := r.Offset - a.at
+	if lo < 0 || lo+r.Length > int64(len(a.data)) {
+		return nil, fmt.Errorf("buffer %d (%d+%d) outside the fetched range", i, r.Offset, r.Length)
+	}
+	return decompress(a.data[lo:lo+r.Length], a.c.rb.Codec, a.mem)
+}
+
+// build returns the array data of the next array, of type dt, and its
+// children; the caller releases it. On failure, what it took is released.
+func (a *assembler) build(dt arrow.DataType) (arrow.ArrayData, error) {
+	n := a.c.rb.Nodes[a.c.node]
+	first := a.c.buf
+	nbufs, childTypes, err := a.c.arrayShape(dt)
+	if err != nil {
+		return nil, err
+	}
+	bs := make([]*memory.Buffer, nbufs)
+	var children []arrow.ArrayData
+	// Once NewData holds its own references, or on any failure (a panic
+	// too), what was taken goes.
+	defer func() {
+		for _, b := range bs {
+			if b != nil {
+				b.Release()
+			}
+		}
+		for _, ch := range children {
+			ch.Release()
+		}
+	}()
+	for i := range bs {
+		if i == 0 && n.Nulls == 0 {
+			// An array of no nulls has no validity bitmap, whatever
+			// buffer the file gives it (as arrow-go reads it): one of
+			// zeros beside a null count of 0 would make an array
+			// whose null count and bitmap disagree.
+			continue
+		}
+		if bs[i], err = a.take(first + i); err != nil {
+			return nil, err
+		}
+	}
+	if len(childTypes) > 0 {
+		children = make([]arrow.ArrayData, 0, len(childTypes))
+	}
+	for _, ct := range childTypes {
+		ch, err := a.build(ct)
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, ch)
+	}
+	return array.NewData(dt, int(n.Length), bs, children, int(n.Nulls), 0), nil
 }
 
 // assembleBatch builds every column of record batch rb of schema from its

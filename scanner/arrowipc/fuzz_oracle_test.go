@@ -55,7 +55,8 @@ func watchdog(what string) func() bool {
 }
 
 // FuzzProjectedMatchesArrow: the projected reader (our own flatbuffer
-// reading, only the asked columns' buffers) and arrow-go's IPC reader
+// reading, only the asked columns' buffers; DecodeColumns is it over bytes
+// in memory) and arrow-go's IPC reader
 // (Decode, every column) must agree on the same bytes whenever both
 // accept them: same schema, same number of batches, equal columns. What the
 // projected reader accepts must pass validateRecord (every buffer as long as
@@ -75,8 +76,18 @@ func FuzzProjectedMatchesArrow(f *testing.F) {
 		if c := int(c2) % 8; c != cols[0] {
 			cols = append(cols, c)
 		}
-		for _, plan := range []ReadPlan{{}, LearnReadPlan(data)} {
-			schema, got, _, _, err := ReadColumns(int64(len(data)), plan, cols, fetchFrom(data, &served), mem)
+		// The projected reader with no plan, with one learned from data,
+		// and over the whole file in memory (DecodeColumns).
+		read := func(plan *ReadPlan) (*arrow.Schema, []arrow.RecordBatch, error) {
+			if plan == nil {
+				return DecodeColumns(data, cols, mem)
+			}
+			schema, got, _, _, err := ReadColumns(int64(len(data)), *plan, cols, fetchFrom(data, &served), mem)
+			return schema, got, err
+		}
+		learned := LearnReadPlan(data)
+		for _, plan := range []*ReadPlan{{}, &learned, nil} {
+			schema, got, err := read(plan)
 			if err != nil {
 				continue
 			}

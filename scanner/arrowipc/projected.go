@@ -18,6 +18,8 @@ package arrowipc
 import (
 	"bytes"
 	"fmt"
+	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -281,8 +283,8 @@ func ReadColumns(size int64, plan ReadPlan, cols []int, fetch FetchFunc, mem mem
 		return nil, nil, wire, 0, err
 	}
 	for _, c := range cols {
-		if c < 0 || c >= len(footer.Schema.Fields()) {
-			return nil, nil, wire, 0, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrMalformed, len(footer.Schema.Fields()), c, footer.Schema)
+		if c < 0 || c >= footer.Schema.NumFields() {
+			return nil, nil, wire, 0, fmt.Errorf("%w: the file has %d columns, not column %d: schema %s", ErrMalformed, footer.Schema.NumFields(), c, footer.Schema)
 		}
 	}
 	// One round: every batch's metadata and the predicted column ranges.
@@ -342,11 +344,7 @@ func ReadColumns(size int64, plan ReadPlan, cols []int, fetch FetchFunc, mem mem
 			data[k] = more[n]
 		}
 	}
-	fields := make([]arrow.Field, len(cols))
-	for j, c := range cols {
-		fields[j] = footer.Schema.Field(c)
-	}
-	projected := arrow.NewSchema(fields, nil)
+	projected := projectedSchemas.of(footer.Schema, cols)
 	var out []arrow.RecordBatch
 	release := func() {
 		for _, r := range out {
@@ -376,7 +374,7 @@ func ReadColumns(size int64, plan ReadPlan, cols []int, fetch FetchFunc, mem mem
 					a.Release()
 				}
 				release()
-				return nil, nil, wire, 0, fmt.Errorf("%w: record batch %d has %d rows, its column %q %d", ErrMalformed, i, rb.Length, fields[j].Name, n)
+				return nil, nil, wire, 0, fmt.Errorf("%w: record batch %d has %d rows, its column %q %d", ErrMalformed, i, rb.Length, projected.Field(j).Name, n)
 			}
 		}
 		out = append(out, array.NewRecordBatch(projected, arrs, rb.Length))
@@ -385,4 +383,51 @@ func ReadColumns(size int64, plan ReadPlan, cols []int, fetch FetchFunc, mem mem
 		}
 	}
 	return footer.Schema, out, wire, footerLen, nil // every column passed validateData in assembleColumn
+}
+
+// DecodeColumns decodes columns cols (schema field indexes, in output
+// order) of the IPC file held whole in data, as ReadColumns reads them:
+// the footer, then each batch's metadata and only those columns' buffers,
+// which the batches reference in data (never written). It returns the
+// file's full schema and batches holding just cols. Of a scan that needs a
+// few of many columns, the others are neither built nor checked, as a
+// projected read never fetches them. ErrNotFile (a stream) and
+// ErrDictionaries mean the chunk needs Decode.
+func DecodeColumns(data []byte, cols []int, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch, error) {
+	if !bytes.HasPrefix(data, fileMagic) {
+		return nil, nil, ErrNotFile
+	}
+	var served int64
+	plan := ReadPlan{Tail: int64(len(data))} // the footer in the first slice of data
+	schema, batches, _, _, err := ReadColumns(int64(len(data)), plan, cols, fetchFrom(data, &served), mem)
+	return schema, batches, err
+}
+
+// projectedSchemas holds the last schema of a projection: arrow.NewSchema
+// builds a map of the fields by name, which for a small chunk of a scan
+// that asks the same columns of every chunk, their schema the same
+// (footerSchemas), was much of the work.
+var projectedSchemas projectionMemo
+
+type projectionMemo struct{ last atomic.Pointer[projection] }
+
+// projection is the schema of the columns cols of schema from.
+type projection struct {
+	from   *arrow.Schema
+	cols   []int
+	schema *arrow.Schema
+}
+
+// of returns the schema of columns cols of schema (not written after).
+func (m *projectionMemo) of(schema *arrow.Schema, cols []int) *arrow.Schema {
+	if p := m.last.Load(); p != nil && p.from == schema && slices.Equal(p.cols, cols) {
+		return p.schema
+	}
+	fields := make([]arrow.Field, len(cols))
+	for j, c := range cols {
+		fields[j] = schema.Field(c)
+	}
+	p := &projection{from: schema, cols: slices.Clone(cols), schema: arrow.NewSchema(fields, nil)}
+	m.last.Store(p)
+	return p.schema
 }

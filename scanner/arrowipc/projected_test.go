@@ -3,6 +3,7 @@ package arrowipc
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -219,4 +220,38 @@ func TestReadIPCColumnsPlan(t *testing.T) {
 		w.Release()
 	}
 	mem.AssertSize(t, 0)
+}
+
+// TestProjectionMemo: the memo of projected schemas answers by the
+// schema and the columns asked, never with another projection's.
+func TestProjectionMemo(t *testing.T) {
+	var m projectionMemo
+	a := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "b", Type: arrow.BinaryTypes.String}}, nil)
+	b := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int32}, {Name: "b", Type: arrow.BinaryTypes.String}}, nil)
+	cols := []int{1, 0}
+	first := m.of(a, cols)
+	cols[0] = 0 // the caller's slice, written after: the memo kept a copy
+	for _, c := range []struct {
+		schema *arrow.Schema
+		cols   []int
+		want   string
+	}{
+		{a, []int{1, 0}, "b:utf8 a:int64"},
+		{a, []int{0}, "a:int64"},
+		{b, []int{0}, "a:int32"},
+		{a, []int{0}, "a:int64"},
+		{a, nil, ""},
+	} {
+		s := m.of(c.schema, c.cols)
+		var got []string
+		for _, f := range s.Fields() {
+			got = append(got, f.Name+":"+f.Type.String())
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("columns %v of %s: %v, want %s", c.cols, c.schema, got, c.want)
+		}
+	}
+	if m.of(a, []int{1, 0}) != m.of(a, []int{1, 0}) || first.NumFields() != 2 {
+		t.Error("the same projection twice is not the one schema")
+	}
 }

@@ -105,21 +105,26 @@ func run() error {
 			return fmt.Errorf("writing the catalog of %d rows: %v: %s", n, err, out)
 		}
 	}
-	srv, err := s3server.Start(ctx, filepath.Join(dir, "s3"), "bench")
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	env := []string{"REMOTE_SEGMENTS_S3_ENDPOINT=" + srv.Endpoint, "REMOTE_SEGMENTS_S3_REGION=" + srv.Region,
-		"REMOTE_SEGMENTS_S3_ACCESS_KEY_ID=" + srv.AccessKey, "REMOTE_SEGMENTS_S3_SECRET_ACCESS_KEY=" + srv.SecretKey}
-	for _, rel := range []string{"chunks/segment=s0/chunk-0.arrow", "chunks/segment=s1/chunk-0.arrow", "chunks/segment=s2/chunk-0.arrow", "chunks/segment=s3/chunk-0.arrow"} {
-		if err := putFile(ctx, srv, filepath.Join(dir, rel), rel); err != nil {
+	// The S3 server only for the sections that use it: -sections tiny runs
+	// without versitygw installed.
+	var srv *s3server.Server
+	var env []string
+	if want("catalog") || want("glob") {
+		if srv, err = s3server.Start(ctx, filepath.Join(dir, "s3"), "bench"); err != nil {
 			return err
 		}
-	}
-	for _, n := range sizes {
-		if err := putFile(ctx, srv, catalogPath(dir, n), filepath.Base(catalogPath(dir, n))); err != nil {
-			return err
+		defer srv.Close()
+		env = []string{"REMOTE_SEGMENTS_S3_ENDPOINT=" + srv.Endpoint, "REMOTE_SEGMENTS_S3_REGION=" + srv.Region,
+			"REMOTE_SEGMENTS_S3_ACCESS_KEY_ID=" + srv.AccessKey, "REMOTE_SEGMENTS_S3_SECRET_ACCESS_KEY=" + srv.SecretKey}
+		for _, rel := range []string{"chunks/segment=s0/chunk-0.arrow", "chunks/segment=s1/chunk-0.arrow", "chunks/segment=s2/chunk-0.arrow", "chunks/segment=s3/chunk-0.arrow"} {
+			if err := putFile(ctx, srv, filepath.Join(dir, rel), rel); err != nil {
+				return err
+			}
+		}
+		for _, n := range sizes {
+			if err := putFile(ctx, srv, catalogPath(dir, n), filepath.Base(catalogPath(dir, n))); err != nil {
+				return err
+			}
 		}
 	}
 
