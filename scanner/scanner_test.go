@@ -868,22 +868,36 @@ func TestCapGrowthIgnoresQueueing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newSlowFiles(t, dir, 0)
-	f.setQueue(2 * time.Millisecond)
-	// As TestBudgetCapGrows: the starting cap is two chunks, and IO slots are free.
-	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 48), MemoryBudget: 1 << 30, MaxParallelIO: 64, RequestSize: 64 << 10, startingCapFloor: 1}, nil)
-	got, _ := drain(t, scan, 2, 0)
-	scan.Close()
-	if got["s0"] != stats[0].Rows {
-		t.Errorf("rows %d, want %d", got["s0"], stats[0].Rows)
+	// The store answers a lone GET at once, but on busy cores (make test
+	// runs packages side by side, under -race) the scan may see even those
+	// answers take minLatencyToHide or more: then the store looks remote to
+	// the probe, rightly, and the scan shows nothing of this rule. Such a
+	// scan is run again, at most twice.
+	var floors []time.Duration
+	for range 3 {
+		f := newSlowFiles(t, dir, 0)
+		f.setQueue(2 * time.Millisecond)
+		// As TestBudgetCapGrows: the starting cap is two chunks, and IO slots are free.
+		scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 48), MemoryBudget: 1 << 30, MaxParallelIO: 64, RequestSize: 64 << 10, startingCapFloor: 1}, nil)
+		got, _ := drain(t, scan, 2, 0)
+		scan.Close()
+		if got["s0"] != stats[0].Rows {
+			t.Errorf("rows %d, want %d", got["s0"], stats[0].Rows)
+		}
+		m := scan.sched.Model()
+		if m.Floor >= minLatencyToHide {
+			floors = append(floors, m.Floor)
+			continue
+		}
+		if st := scan.Stats(); st.CapRaises != 0 || st.Budget.Cap != startingCap(largestChunk(t, scan), 0, 0, 1) {
+			t.Errorf("cap %d after %d raises, want the starting cap %d and none (model %+v)", st.Budget.Cap, st.CapRaises, startingCap(largestChunk(t, scan), 0, 0, 1), m)
+		}
+		if m.Latency < minLatencyToHide {
+			t.Errorf("time to headers %v under the scan: the store did not queue, the test shows nothing", m.Latency)
+		}
+		return
 	}
-	m := scan.sched.Model()
-	if st := scan.Stats(); st.CapRaises != 0 || st.Budget.Cap != startingCap(largestChunk(t, scan), 0, 0, 1) {
-		t.Errorf("cap %d after %d raises, want the starting cap %d and none (model %+v)", st.Budget.Cap, st.CapRaises, startingCap(largestChunk(t, scan), 0, 0, 1), m)
-	}
-	if m.Latency < minLatencyToHide {
-		t.Errorf("time to headers %v under the scan: the store did not queue, the test shows nothing", m.Latency)
-	}
+	t.Skipf("the shortest time to headers was %v in each of 3 scans (at least minLatencyToHide, %v): the cores were too busy for a lone answer to look local", floors, minLatencyToHide)
 }
 
 // largestChunk is the largest chunk length of scan's plan.
