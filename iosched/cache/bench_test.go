@@ -43,7 +43,8 @@ func BenchmarkFill(b *testing.B) {
 	b.ReportMetric(float64(cpuNow(b)-cpu)/float64(b.N), "cpu-ns/op")
 }
 
-// BenchmarkHit: lookups and reads of entries, as a warm scan makes them.
+// BenchmarkHit: lookups and reads of entries, as a warm scan makes them
+// of entries a scan filled (sharing packs).
 func BenchmarkHit(b *testing.B) {
 	c, err := Open(b.TempDir(), 1<<40)
 	if err != nil {
@@ -52,9 +53,11 @@ func BenchmarkHit(b *testing.B) {
 	defer c.Close()
 	const n = 256
 	key := func(i int) Key { return Key{Object: strconv.Itoa(i % n), Version: "v", Length: benchEntry} }
+	g := c.NewFillGroup()
 	for i := range n {
-		c.Put(key(i), payload(i, benchEntry))
+		g.Fill(key(i), payload(i, benchEntry), true)
 	}
+	g.Wait()
 	cpu := cpuNow(b)
 	b.SetBytes(benchEntry)
 	b.ResetTimer()
