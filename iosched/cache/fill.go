@@ -347,7 +347,8 @@ func (g *FillGroup) Wait() {
 
 // Close stops taking fills (later ones are dropped) and waits for those
 // pending to be written: after it returns, no goroutine of the cache
-// writes into its directory. Lookups and Put still work.
+// writes into its directory. It closes the packs open for reading (those
+// being read once they are). Lookups and Put still work.
 func (c *Cache) Close() {
 	fq := &c.fills
 	fq.mu.Lock()
@@ -357,6 +358,7 @@ func (c *Cache) Close() {
 		fq.cond().Wait()
 	}
 	fq.mu.Unlock()
+	c.closePacks()
 }
 
 // PauseFills holds the cache's writers back until the returned function is
