@@ -24,8 +24,9 @@ import (
 	"time"
 )
 
-// maxPlaces bounds the slots a process remembers; past it one is
-// forgotten for each new one (the index on disk still has them).
+// maxPlaces bounds the slots a process remembers (about 64 bytes each in
+// its map); past it one is forgotten for each new one (the index on disk
+// still has them).
 const maxPlaces = 1 << 15
 
 // maxOpenPacks bounds the packs a process keeps open; past it the least

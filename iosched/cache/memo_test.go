@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -190,4 +191,21 @@ func count(calls []string, name string) int {
 		}
 	}
 	return n
+}
+
+// TestPlacesBounded: a process remembers at most maxPlaces slots, and the
+// newest of them.
+func TestPlacesBounded(t *testing.T) {
+	var ps places
+	var h [32]byte
+	for i := range maxPlaces + 10 {
+		h = Key{Object: strconv.Itoa(i), Version: "v"}.hash()
+		ps.put(h, place{pack: uint64(i)})
+	}
+	if len(ps.m) != maxPlaces {
+		t.Fatalf("%d slots remembered, want %d", len(ps.m), maxPlaces)
+	}
+	if p, ok := ps.get(h); !ok || p.pack != maxPlaces+9 {
+		t.Fatalf("the newest slot is %+v, %v", p, ok)
+	}
 }
