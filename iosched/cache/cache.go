@@ -20,7 +20,9 @@ package cache
 // Nothing in memory decides what is valid: the key carries the version,
 // and a new version is a new key. The in-memory counters are only
 // statistics and an estimate of the bytes in use, which eviction replaces
-// by what it finds on disk.
+// by what it finds on disk; where entries are, as this process remembers
+// it, and the packs it keeps open (memo.go) are no more trusted than the
+// index on disk.
 //
 // Which objects are worth a version check is a hint kept in a note table
 // (notes.go): an object with no note is fetched and stored without asking
@@ -131,8 +133,7 @@ type Entry struct {
 	Offset int64
 	Length int64
 	sum    uint32
-	summed bool // sum was read by Lookup; if not, reading the entry checks it
-	mtime  time.Time
+	summed bool     // sum was read by Lookup; if not, reading the entry checks it
 	key    [32]byte // the hash of its Key
 	at     place
 }
@@ -184,6 +185,11 @@ type Cache struct {
 	// known notes the objects whose ranges were stored, seen the ranges
 	// refused once (notes.go); index says where entries are (pack.go).
 	known, seen, index *noteTable
+
+	// places are the index slots this process remembers, packs the
+	// packs it keeps open for reading (memo.go).
+	places places
+	packs  openPacks
 }
 
 // Open returns the cache in directory dir (created if missing), holding
@@ -220,6 +226,7 @@ func Open(dir string, size int64) (*Cache, error) {
 	c.entries = &entryStore{c: c}
 	c.fills.bound = FillBytes
 	c.fills.linger = packLinger
+	c.packs.idle = packIdle
 	c.used.Store(c.count())
 	return c, nil
 }
@@ -256,80 +263,75 @@ func (c *Cache) SetKnown(object string) {
 }
 
 // Lookup returns the entry of k if the cache has one of the right size,
-// and marks it recently used. Where it is costs one read of the index; a
-// range of a known length of at most readWholeMax bytes then costs a
-// stat here, its header is checked by the read (StoreFor); of any other,
-// the header is read and checked here. A hit is counted only once its
+// and marks it recently used. Where it is costs one read of the index,
+// unless this process remembers it (memo.go); its pack is then stat'ed
+// (opened on first use). The header of a range of a known length of at
+// most readWholeMax bytes is checked by the read (StoreFor); of any
+// other, it is read and checked here. A hit is counted only once its
 // bytes pass their check (Hit); a miss is counted here.
 func (c *Cache) Lookup(k Key) (Entry, bool) {
 	h := k.hash()
+	if at, ok := c.places.get(h); ok {
+		if e, err := c.entryAt(h, at, k); err == nil {
+			return e, true
+		}
+		// Its pack removed (or the entry not true): the index on disk
+		// may name another place, or this one, which is then dropped.
+		c.places.forget(h, at)
+	}
 	at, ok := c.locate(h)
-	if !ok || at.length < 0 || at.off < 0 || at.off%64 != 0 || k.Length >= 0 && at.length != k.Length {
-		// No slot, or one of another key (whose fingerprint it shares)
-		// or not whole: a miss.
+	if !ok {
 		c.misses.Add(1)
 		return Entry{}, false
 	}
-	p := c.packPath(at.pack)
-	var e Entry
-	var err error
-	if k.Length >= 0 && k.Length <= readWholeMax {
-		e, err = c.statEntry(p, at)
-	} else {
-		e, err = c.readHeader(p, at, h)
-	}
+	e, err := c.entryAt(h, at, k)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNotItsKey) {
 			c.corrupt.Add(1) // a header that is not whole is never trusted
 		}
 		c.unindex(h, at)
 		c.misses.Add(1)
 		return Entry{}, false
 	}
-	e.key, e.at = h, at
-	c.touch(p, e.mtime)
+	c.places.put(h, at)
 	return e, true
 }
 
-// statEntry returns the entry at at of pack p if the pack is a regular
-// file that holds it whole; its header and bytes are checked as they are
-// read.
-func (c *Cache) statEntry(p string, at place) (Entry, error) {
-	var st syscall.Stat_t
-	if err := c.files.stat(p, &st); err != nil {
-		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size < at.off+HeaderSize+at.length {
-		return Entry{}, fmt.Errorf("cache: %s: %d bytes, no entry of %d at %d", p, st.Size, at.length, at.off)
-	}
-	return Entry{Path: p, Offset: at.off + HeaderSize, Length: at.length, mtime: time.Unix(st.Mtim.Unix())}, nil
-}
+// errNotItsKey is a slot of another key (whose fingerprint it shares),
+// or of another length: not this key's entry, and nothing corrupt.
+var errNotItsKey = errors.New("cache: a slot of another key")
 
-// readHeader reads and checks the header at at of pack p, of key hash h.
-func (c *Cache) readHeader(p string, at place, h [32]byte) (Entry, error) {
+// entryAt returns k's entry (of key hash h) at at, marked recently used,
+// if its pack is a regular file that holds it whole; an entry of known
+// length of at most readWholeMax bytes has its header and bytes checked
+// as they are read, any other its header checked here.
+func (c *Cache) entryAt(h [32]byte, at place, k Key) (Entry, error) {
+	if at.length < 0 || at.off < 0 || at.off%64 != 0 || k.Length >= 0 && at.length != k.Length {
+		return Entry{}, errNotItsKey
+	}
 	var st syscall.Stat_t
-	if err := c.files.stat(p, &st); err != nil {
-		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return Entry{}, fmt.Errorf("cache: %s: not a regular file", p)
-	}
-	fd, err := c.files.open(p, syscall.O_RDONLY|noFollow, 0)
+	p, err := c.acquirePack(at.pack, &st)
 	if err != nil {
-		return Entry{}, &fs.PathError{Op: "open", Path: p, Err: err}
+		return Entry{}, err
 	}
-	var hdr [HeaderSize]byte
-	got, err := c.files.preadv(fd, [][]byte{hdr[:]}, at.off)
-	c.files.close(fd)
-	if err != nil || got != HeaderSize {
-		return Entry{}, fmt.Errorf("cache: %s: short header (%d bytes): %v", p, got, err)
+	defer c.releasePack(p)
+	if st.Size < at.off+HeaderSize+at.length {
+		return Entry{}, fmt.Errorf("cache: %s: %d bytes, no entry of %d at %d", p.path, st.Size, at.length, at.off)
 	}
-	n, err := parseHeader(&hdr, h)
-	if err != nil || n != at.length || st.Size < at.off+HeaderSize+n {
-		return Entry{}, fmt.Errorf("cache: %s: not an entry of its key at %d", p, at.off)
+	e := Entry{Path: p.path, Offset: at.off + HeaderSize, Length: at.length, key: h, at: at}
+	if k.Length < 0 || k.Length > readWholeMax {
+		var hdr [HeaderSize]byte
+		got, err := c.files.preadv(p.fd, [][]byte{hdr[:]}, at.off)
+		if err != nil || got != HeaderSize {
+			return Entry{}, fmt.Errorf("cache: %s: short header (%d bytes): %v", p.path, got, err)
+		}
+		if n, err := parseHeader(&hdr, h); err != nil || n != at.length {
+			return Entry{}, fmt.Errorf("cache: %s: not an entry of its key at %d", p.path, at.off)
+		}
+		e.sum, e.summed = binary.LittleEndian.Uint32(hdr[16:20]), true
 	}
-	return Entry{Path: p, Offset: at.off + HeaderSize, Length: n, sum: binary.LittleEndian.Uint32(hdr[16:20]), summed: true,
-		mtime: time.Unix(st.Mtim.Unix())}, nil
+	c.touch(p.path, time.Unix(st.Mtim.Unix()))
+	return e, nil
 }
 
 // parseHeader returns the length of the body an entry header names, if
@@ -515,6 +517,9 @@ func (c *Cache) evict() {
 		}
 		if os.Remove(f.path) == nil {
 			c.evictions.Add(1)
+			if num, ok := packOf(f.path); ok {
+				c.dropPack(num) // not kept open until unused
+			}
 		}
 		total -= f.size
 	}

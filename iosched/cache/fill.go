@@ -109,7 +109,7 @@ func (g *FillGroup) Fill(k Key, data []byte, known bool) bool {
 		copy(buf[HeaderSize:], data)
 	} else {
 		// append clears none of the bytes it copies, as make would.
-		buf = append(make([]byte, HeaderSize, padded(n)), data...)[:padded(n)]
+		buf = append(make([]byte, HeaderSize, fillCap(int(padded(n)))), data...)[:padded(n)]
 	}
 	f := &fill{k: k, n: n, data: buf, known: known, group: g}
 	fq.mu.Lock()
@@ -347,7 +347,8 @@ func (g *FillGroup) Wait() {
 
 // Close stops taking fills (later ones are dropped) and waits for those
 // pending to be written: after it returns, no goroutine of the cache
-// writes into its directory. Lookups and Put still work.
+// writes into its directory. It closes the packs open for reading (those
+// being read once they are). Lookups and Put still work.
 func (c *Cache) Close() {
 	fq := &c.fills
 	fq.mu.Lock()
@@ -357,6 +358,7 @@ func (c *Cache) Close() {
 		fq.cond().Wait()
 	}
 	fq.mu.Unlock()
+	c.closePacks()
 }
 
 // PauseFills holds the cache's writers back until the returned function is
@@ -402,15 +404,35 @@ func fillBuffer(n int) []byte {
 	if n < fillMinPooled {
 		return nil
 	}
-	if b, ok := fillPools[bits.Len(uint(n-1))].Get().(*[]byte); ok { // 1<<i >= n
+	if b, ok := fillPools[takeFrom(n)].Get().(*[]byte); ok {
 		return (*b)[:n]
 	}
 	return nil
 }
 
+// fillCap is the capacity of a new buffer of n bytes: a pooled one is
+// made a power of two, so that it goes back to the pool that a fill of
+// the same size takes from (one of n bytes would go to the pool below,
+// and every fill of a size that is not a power of two would make a new
+// buffer).
+func fillCap(n int) int {
+	if n < fillMinPooled {
+		return n
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
 // freeFillBuffer gives b back to a pool; nothing may use it afterwards.
 func freeFillBuffer(b []byte) {
 	if c := cap(b); c >= fillMinPooled {
-		fillPools[bits.Len(uint(c))-1].Put(&b) // 1<<i <= c
+		fillPools[giveTo(c)].Put(&b)
 	}
 }
+
+// takeFrom is the pool a buffer of n bytes is taken from: the first whose
+// buffers all hold n (1<<i >= n).
+func takeFrom(n int) int { return bits.Len(uint(n - 1)) }
+
+// giveTo is the pool a buffer of capacity c goes back to: the last whose
+// buffers it can stand for (1<<i <= c).
+func giveTo(c int) int { return bits.Len(uint(c)) - 1 }

@@ -224,3 +224,18 @@ func TestDirectoryRemoved(t *testing.T) {
 		t.Fatal("no entry")
 	}
 }
+
+// TestFillBuffersReused: a new fill buffer goes back to the pool that a
+// fill of the same size takes from, whatever the size (a buffer of
+// exactly 124 KiB would go to the pool of 64 KiB and up, and every fill
+// of 124 KiB would make a new one).
+func TestFillBuffersReused(t *testing.T) {
+	for n := fillMinPooled; n <= 4<<20; n += 4093 {
+		if c := fillCap(n); c < n || giveTo(c) != takeFrom(n) {
+			t.Fatalf("a buffer for %d bytes has capacity %d: back to pool %d, taken from %d", n, c, giveTo(c), takeFrom(n))
+		}
+	}
+	if fillCap(fillMinPooled-1) != fillMinPooled-1 {
+		t.Fatal("a buffer too small to pool is made larger")
+	}
+}

@@ -105,11 +105,15 @@ func (c *Cache) indexAt(h [32]byte, p place) {
 	binary.LittleEndian.PutUint64(rest[8:], uint64(p.off))
 	binary.LittleEndian.PutUint64(rest[16:], uint64(p.length))
 	c.index.place(c.files, fd, n, b, ok, rest[:])
+	if fd >= 0 { // remembered as the index has it: not without one
+		c.places.put(h, p)
+	}
 }
 
 // unindex removes the index's slot of key hash h if it still says p: the
 // entry there failed its check, or is gone.
 func (c *Cache) unindex(h [32]byte, p place) {
+	c.places.forget(h, p)
 	n := noteOf(h)
 	b := make([]byte, c.index.bucketSize())
 	fd, ok := c.index.bucket(c.files, n, b)

@@ -5,8 +5,9 @@ package cache
 // own, the bytes straight into the caller's), and checks both as it
 // reads: the header names the entry's key and length, and the checksum
 // of the bytes is computed while they are still in the processor's
-// cache. A hit thus costs a read of the index and a stat (Lookup), an
-// open, one read and a close.
+// cache. A hit thus costs a stat of its pack's descriptor (Lookup; the
+// first hit of a pack opens it and reads the index, memo.go) and one
+// read.
 // An entry larger than readWholeMax is read through the store of local
 // files instead, which may map it, and checked afterwards (Check): the
 // header was read by Lookup.
@@ -18,6 +19,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"syscall"
 
@@ -69,14 +71,14 @@ func (s *entryStore) GetRange(ctx context.Context, name string, off, length int6
 	if err := ctx.Err(); err != nil {
 		return nil, s.fail(name, off, length, err)
 	}
-	fd, err := s.c.files.open(path, syscall.O_RDONLY|noFollow, 0)
+	p, err := s.c.acquirePack(num, nil)
 	if err != nil {
-		if err == syscall.ENOENT {
+		if errors.Is(err, syscall.ENOENT) {
 			err = store.ErrNotFound
 		}
 		return nil, s.fail(name, off, length, err)
 	}
-	return &entryBody{s: s, name: name, fd: fd, key: key, at: place{pack: num, off: off - HeaderSize, length: length}, length: length}, nil
+	return &entryBody{s: s, name: name, pack: p, key: key, at: place{pack: num, off: off - HeaderSize, length: length}, length: length}, nil
 }
 
 func (s *entryStore) Size(ctx context.Context, name string) (int64, error) {
@@ -95,7 +97,7 @@ func (s *entryStore) Close() error { return nil }
 type entryBody struct {
 	s      *entryStore
 	name   string
-	fd     int
+	pack   *openPack // nil once closed
 	key    [32]byte
 	at     place // where it is: its index slot is dropped if it fails
 	length int64 // the entry's bytes
@@ -113,11 +115,14 @@ func (b *entryBody) Read(p []byte) (int, error) {
 	if b.done == b.length {
 		return 0, io.EOF
 	}
+	if b.pack == nil {
+		return 0, b.s.fail(b.name, b.at.off+HeaderSize, b.length, fs.ErrClosed)
+	}
 	p = p[:min(int64(len(p)), b.length-b.done)]
 	var n int
 	var err error
 	if !b.headed {
-		n, err = b.s.c.files.preadv(b.fd, [][]byte{b.hdr[:], p}, b.at.off)
+		n, err = b.s.c.files.preadv(b.pack.fd, [][]byte{b.hdr[:], p}, b.at.off)
 		if err == nil {
 			if n < HeaderSize {
 				return 0, b.corrupt("short header")
@@ -129,7 +134,7 @@ func (b *entryBody) Read(p []byte) (int, error) {
 			b.headed = true
 		}
 	} else {
-		n, err = b.s.c.files.preadv(b.fd, [][]byte{p}, b.at.off+HeaderSize+b.done)
+		n, err = b.s.c.files.preadv(b.pack.fd, [][]byte{p}, b.at.off+HeaderSize+b.done)
 	}
 	if err != nil {
 		return 0, b.s.fail(b.name, b.at.off+HeaderSize, b.length, err)
@@ -155,10 +160,9 @@ func (b *entryBody) corrupt(what string) error {
 }
 
 func (b *entryBody) Close() error {
-	if b.fd < 0 {
-		return nil
+	if b.pack != nil {
+		b.s.c.releasePack(b.pack)
+		b.pack = nil
 	}
-	err := b.s.c.files.close(b.fd)
-	b.fd = -1
-	return err
+	return nil
 }

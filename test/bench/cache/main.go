@@ -10,7 +10,9 @@
 //   - the scan without a cache, and the cold scan filling an empty cache;
 //   - the warm scan of a catalog carrying `version` (no request to the
 //     store), against the same chunks as local files;
-//   - the warm scan with the default checks (one HEAD per object);
+//   - the warm scan with the default checks (one HEAD per object), and
+//     those checks alone on a scheduler of 64 slots (what they cost on
+//     this machine, where the goal counts the proxy's latency only);
 //
 // counting the proxy's GETs and HEADs and this process's CPU time per scan
 // (user and system: the store's server is another process; less swayed
@@ -19,6 +21,9 @@
 // then the hot set again: the share of it still resident.
 //
 // The goal lines say met or not met; the figures are ratios within the run.
+// -scanprofile P writes a CPU profile of each timed scan to P.<kind>.<n>
+// (kinds: none, cold, coldV, warmV, warmC, local): `go tool pprof` adds
+// up the files of one kind, and -diff_base compares two kinds.
 package main
 
 import (
@@ -38,6 +43,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/scanner"
 	"github.com/remote-segments/remote_segments/test/datagen"
@@ -46,15 +52,16 @@ import (
 )
 
 var (
-	outDir  = flag.String("out", "build/bench", "working directory (datasets, caches)")
-	mdPath  = flag.String("md", "", "also write the section (markdown) to this file")
-	reps    = flag.Int("reps", 3, "runs of each measurement (medians)")
-	latency = flag.Duration("latency", 30*time.Millisecond, "the proxy's latency per request")
-	w1MiB   = flag.Int("w1-mib", 240, "size of the W1 dataset in MiB (BENCHMARKS.md's W1 is 969)")
-	w2Segs  = flag.Int("w2-segments", 128, "segments of 8 objects in the W2 dataset (128: 1,024 objects)")
-	skipW1  = flag.Bool("no-w1", false, "skip W1")
-	skipW2  = flag.Bool("no-w2", false, "skip W2 and the hot set")
-	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	outDir   = flag.String("out", "build/bench", "working directory (datasets, caches)")
+	mdPath   = flag.String("md", "", "also write the section (markdown) to this file")
+	reps     = flag.Int("reps", 3, "runs of each measurement (medians)")
+	latency  = flag.Duration("latency", 30*time.Millisecond, "the proxy's latency per request")
+	w1MiB    = flag.Int("w1-mib", 240, "size of the W1 dataset in MiB (BENCHMARKS.md's W1 is 969)")
+	w2Segs   = flag.Int("w2-segments", 128, "segments of 8 objects in the W2 dataset (128: 1,024 objects)")
+	skipW1   = flag.Bool("no-w1", false, "skip W1")
+	skipW2   = flag.Bool("no-w2", false, "skip W2 and the hot set")
+	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	scanProf = flag.String("scanprofile", "", "write a CPU profile of each timed scan to a file named by this prefix, the scan's kind and its number (not with -cpuprofile)")
 )
 
 // dataset is one workload: its objects on S3 and as local files.
@@ -80,6 +87,10 @@ type bench struct {
 	met   []string
 	// dropped counts the fills the cold scans dropped (checkFilled).
 	dropped int64
+	// kind names the next timed scan (workload), for -scanprofile;
+	// profiled counts the profiles written.
+	kind     string
+	profiled int
 }
 
 func main() {
@@ -224,6 +235,8 @@ func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheS
 	if local {
 		cfg.MaxParallelIO = 0 // the local default
 	}
+	stop := b.profileScan()
+	defer stop()
 	start, cpu0 := time.Now(), cpuTime()
 	ctx := context.Background()
 	plan, err := scanner.Bind(ctx, cfg)
@@ -302,8 +315,11 @@ func (b *bench) goal(name string, ok bool, detail string) {
 // checks, local files, interleaved.
 func (b *bench) workload(root string, d *dataset) {
 	n := len(d.keys)
-	var none, cold, coldV, warmV, warmC, local []time.Duration
+	var none, cold, coldV, warmV, warmC, local, heads []time.Duration
 	cpu := map[string][]time.Duration{}
+	// scan(kind).scan makes a timed scan of that kind: -scanprofile
+	// names its profile so.
+	scan := func(kind string) *bench { b.kind = kind; return b }
 	timed := func(kind string, r run) time.Duration {
 		cpu[kind] = append(cpu[kind], r.cpu)
 		return r.wall
@@ -317,23 +333,24 @@ func (b *bench) workload(root string, d *dataset) {
 	// The warm scans and the local one first and side by side: a cold
 	// scan's writes are still going to the disk as the next scan runs.
 	for rep := range *reps {
-		local = append(local, timed("local", b.scan(d, 0, n, true, "", 0, "")))
-		lastV = b.scan(d, 0, n, false, warmVDir, 0, "v1")
+		local = append(local, timed("local", scan("local").scan(d, 0, n, true, "", 0, "")))
+		lastV = scan("warmV").scan(d, 0, n, false, warmVDir, 0, "v1")
 		warmV = append(warmV, timed("warmV", lastV))
-		lastC = b.scan(d, 0, n, false, warmDir, 0, "")
+		lastC = scan("warmC").scan(d, 0, n, false, warmDir, 0, "")
 		warmC = append(warmC, timed("warmC", lastC))
-		none = append(none, timed("none", b.scan(d, 0, n, false, "", 0, "")))
+		none = append(none, timed("none", scan("none").scan(d, 0, n, false, "", 0, "")))
+		heads = append(heads, b.headsAlone(d))
 		// A directory of its own for each cold scan: the process keeps the
 		// caches it opened, and a fill into a directory removed under it
 		// (the previous cold scan's) fails instead of writing.
 		coldDir := filepath.Join(root, fmt.Sprintf("%s-cold-%d", d.name, rep))
 		coldVDir := filepath.Join(root, fmt.Sprintf("%s-coldv-%d", d.name, rep))
 		if rep%2 == 0 { // alternate which cold scan comes first
-			coldV = append(coldV, timed("coldV", b.scan(d, 0, n, false, coldVDir, 0, "v1")))
+			coldV = append(coldV, timed("coldV", scan("coldV").scan(d, 0, n, false, coldVDir, 0, "v1")))
 		}
-		cold = append(cold, timed("cold", b.scan(d, 0, n, false, coldDir, 0, "")))
+		cold = append(cold, timed("cold", scan("cold").scan(d, 0, n, false, coldDir, 0, "")))
 		if rep%2 == 1 {
-			coldV = append(coldV, timed("coldV", b.scan(d, 0, n, false, coldVDir, 0, "v1")))
+			coldV = append(coldV, timed("coldV", scan("coldV").scan(d, 0, n, false, coldVDir, 0, "v1")))
 		}
 		b.checkFilled(coldDir, coldVDir)
 		os.RemoveAll(coldDir)
@@ -351,6 +368,7 @@ func (b *bench) workload(root string, d *dataset) {
 	fmt.Fprintf(&b.md, "| warm, catalog `version` | %v | %.0f | %d | %d | %v |\n", mV.Round(time.Millisecond), speed(mV), lastV.gets, lastV.heads, c("warmV"))
 	fmt.Fprintf(&b.md, "| warm, default checks | %v | %.0f | %d | %d | %v |\n", mC.Round(time.Millisecond), speed(mC), lastC.gets, lastC.heads, c("warmC"))
 	fmt.Fprintf(&b.md, "| the same chunks as local files | %v | %.0f | | | %v |\n", mLocal.Round(time.Millisecond), speed(mLocal), c("local"))
+	fmt.Fprintf(&b.md, "| (reference: the checks alone, one HEAD per object on a scheduler of 64 slots) | %v | | | %d | |\n", median(heads).Round(time.Millisecond), n)
 	fmt.Fprintf(&b.md, "| (reference: writing the same bytes to the cache's disk, one file per object, no sync) | %v | %.0f | | | |\n\n",
 		diskWrite.Round(time.Millisecond), speed(diskWrite))
 	up := strings.ToUpper(d.name)
@@ -362,6 +380,59 @@ func (b *bench) workload(root string, d *dataset) {
 	b.goal(up+" cold ≤ 1.05× no cache", float64(max(mCold, mColdV)) <= 1.05*float64(mNone),
 		fmt.Sprintf("%.2f× with the default checks, %.2f× with a catalog version; %d fills dropped", float64(mCold)/float64(mNone), float64(mColdV)/float64(mNone), b.dropped))
 	b.dropped = 0
+}
+
+// profileScan profiles the scan about to run, if it is one of workload's
+// timed scans and -scanprofile is set, until the returned function is
+// called: into the file named by -scanprofile, the scan's kind and its
+// number (go tool pprof adds up the files of a kind given together).
+func (b *bench) profileScan() (stop func()) {
+	kind := b.kind
+	b.kind = ""
+	if *scanProf == "" || kind == "" {
+		return func() {}
+	}
+	b.profiled++
+	f, err := os.Create(fmt.Sprintf("%s.%s.%d", *scanProf, kind, b.profiled))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// headsAlone times a version check (HEAD) of each of d's objects through
+// a scheduler of 64 slots, each a batch of its own as a scan queues them,
+// and nothing else: what the default checks cost on this machine, which
+// the goal's round trips (objects ÷ 64 × latency) leave out.
+func (b *bench) headsAlone(d *dataset) time.Duration {
+	opts := store.Options{S3Endpoint: b.proxy.URL, S3AccessKeyID: b.srv.AccessKey, S3SecretAccessKey: b.srv.SecretKey,
+		S3Region: b.srv.Region, MaxConns: 64 + 64/8 + 1}
+	st, _, err := store.Open("s3://bench/"+d.keys[0], opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	sched := iosched.New(iosched.Options{Parallelism: 64})
+	defer sched.Close()
+	ctx := context.Background()
+	start := time.Now()
+	batches := make([]*iosched.Batch, len(d.keys))
+	for i, key := range d.keys {
+		name, err := store.Name("s3://bench/" + key)
+		if err != nil {
+			log.Fatal(err)
+		}
+		batches[i] = sched.Submit(ctx, []iosched.Request{{Store: st, Name: name, Priority: iosched.Priority{Seq: int64(i)}, Version: func(string) {}}})
+	}
+	for _, bt := range batches {
+		if _, err := bt.Wait(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	return time.Since(start)
 }
 
 // checkFilled ends the program if a cold scan filling one of dirs failed
