@@ -188,6 +188,15 @@ func (cu *cacheUse) version(object string, sched *iosched.Scheduler, st store.St
 	return cu.wait(vc)
 }
 
+// catalogVersion is the version chunk c's ranges are cached under when
+// its catalog row vouches for one (Chunk.Version), else "".
+func catalogVersion(c *Chunk) string {
+	if c.Version == "" {
+		return ""
+	}
+	return "catalog:" + c.Version
+}
+
 // objectKey is how the cache names object name of st: the S3 endpoint
 // tells apart objects of one s3:// URL; the URL is shown without
 // credentials, and the version does the rest.
@@ -307,9 +316,9 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 		for i := range miss {
 			miss[i] = i
 		}
-		version := c.Version
+		version := catalogVersion(c)
 		if version != "" {
-			version = "catalog:" + version
+			// vouched for by the catalog
 		} else if vc := cu.asked(object); vc != nil {
 			version, _ = cu.wait(vc) // checked ahead, or learned from a GET
 		} else if cu.c.Known(object) {

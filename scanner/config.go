@@ -91,6 +91,11 @@ type Config struct {
 	// for a wake at most (tests take the timer away to see that the scan
 	// needs none); 0 means wakeAfter.
 	readyWakeAfter time.Duration
+	// projectModel, if not 0, replaces the cost model's verdict on a
+	// projected read wherever the scan may project: 1 it pays, -1 it does
+	// not (tests fill a cache one way and scan it with a model that says
+	// the other, whatever the store's answers look like).
+	projectModel int
 }
 
 // The explicit values of Config fields whose zero means "the default".

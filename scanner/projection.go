@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/remote-segments/remote_segments/iosched"
+	"github.com/remote-segments/remote_segments/iosched/cache"
+	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/scanner/arrowipc"
 )
 
@@ -93,7 +95,29 @@ func (s *Scan) planProjection(fields []int) bool {
 		return false
 	}
 	defer h.Release()
-	return projectionSavesTime(h.Scheduler.Model(), largest, s.projectedBytes(largest))
+	if s.modelSaysProject(h.Scheduler.Model(), largest) {
+		return true
+	}
+	// A cache that holds the first chunk bind did not read projected
+	// (its tail, not the chunk whole) was filled by a scan that projected:
+	// each chunk then reads as the cache holds it (chunkProjects).
+	for i := range s.plan.Chunks.Len() {
+		c := s.plan.Chunks.At(i)
+		if size := c.WireLength(); size >= 0 && !s.atBind(&c) {
+			whole, known := s.cachedLayout(&c, size)
+			return known && !whole
+		}
+	}
+	return false
+}
+
+// modelSaysProject is the cost model m's verdict on a projected read of a
+// chunk of size bytes (projectionSavesTime), or the one the tests set.
+func (s *Scan) modelSaysProject(m iosched.Model, size int64) bool {
+	if v := s.plan.cfg.projectModel; v != 0 {
+		return v > 0
+	}
+	return projectionSavesTime(m, size, s.projectedBytes(size))
 }
 
 // chunkProjects decides for chunk c whether the scan reads only its
@@ -108,7 +132,55 @@ func (s *Scan) chunkProjects(c *Chunk) bool {
 	if size < 0 || s.atBind(c) {
 		return false
 	}
-	return projectionSavesTime(s.sched.Model(), size, s.projectedBytes(size))
+	if whole, known := s.cachedLayout(c, size); known {
+		return !whole
+	}
+	return s.modelSaysProject(s.sched.Model(), size)
+}
+
+// cachedLayout tells, when the scan uses a cache, whether it holds chunk
+// c (of size bytes) whole, or else the tail a projected read of it asks
+// first (known: either). The cost model weighs the store's latency, which
+// changes from scan to scan, and a process that has not yet heard the
+// store (a new CLI over the same cache_dir) has no model at all: a scan
+// that chose the other way than the one that filled the cache would fetch
+// the chunk again. Only a version known at once (the catalog's, or a
+// check already answered) is looked up: the choice never waits.
+func (s *Scan) cachedLayout(c *Chunk, size int64) (whole, known bool) {
+	cu := s.cache
+	if cu == nil {
+		return false, false
+	}
+	h, err := openObject(c.URL, &s.plan.cfg)
+	if err != nil {
+		return false, false // the chunk's read reports it
+	}
+	defer h.Release()
+	if _, ok := h.Store.(store.Versioner); !ok {
+		return false, false // not cached (viaCache)
+	}
+	object := s.plan.objectKey(h.Store, h.Name)
+	version := catalogVersion(c)
+	if version == "" {
+		if vc := cu.asked(object); vc != nil {
+			select {
+			case <-vc.done:
+				version = vc.version
+			default:
+			}
+		}
+	}
+	if version == "" {
+		return false, false
+	}
+	if cu.c.Holds(cache.Key{Object: object, Version: version, Offset: c.Offset, Length: size}) {
+		return true, true
+	}
+	tail := arrowipc.TailLen(size, s.tailWant())
+	if cu.c.Holds(cache.Key{Object: object, Version: version, Offset: c.Offset + size - tail, Length: tail}) {
+		return false, true
+	}
+	return false, false
 }
 
 // share is the scan's max_parallel_io: its own share (SetQueryLimit) when

@@ -297,6 +297,26 @@ func (c *Cache) Lookup(k Key) (Entry, bool) {
 	return e, true
 }
 
+// Holds reports whether the cache has an entry of k, as Lookup would find
+// it (and marks it recently used, as Lookup does), without counting a hit
+// or a miss: a scan choosing between ways to read an object asks it, then
+// reads through Lookup. It may say yes of an entry that fails its check
+// when read (that read counts it).
+func (c *Cache) Holds(k Key) bool {
+	h := k.hash()
+	if at, ok := c.places.get(h); ok {
+		if _, err := c.entryAt(h, at, k); err == nil {
+			return true
+		}
+	}
+	at, ok := c.locate(h)
+	if !ok {
+		return false
+	}
+	_, err := c.entryAt(h, at, k)
+	return err == nil
+}
+
 // errNotItsKey is a slot of another key (whose fingerprint it shares),
 // or of another length: not this key's entry, and nothing corrupt.
 var errNotItsKey = errors.New("cache: a slot of another key")

@@ -102,6 +102,36 @@ func TestPutLookup(t *testing.T) {
 	}
 }
 
+// TestHolds: Holds answers as Lookup would, for the key alone, and counts
+// neither a hit nor a miss (a scan asks it before it reads, cachedLayout).
+func TestHolds(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Object: "s3://b/a.arrow", Version: "etag:1", Offset: 10, Length: 1000}
+	if c.Holds(k) {
+		t.Fatal("an empty cache holds an entry")
+	}
+	if ok, err := c.Put(k, payload(1, 1000)); !ok || err != nil {
+		t.Fatalf("Put = %v, %v", ok, err)
+	}
+	if !c.Holds(k) {
+		t.Fatal("the entry put is not held")
+	}
+	for _, other := range []Key{
+		{Object: k.Object, Version: "etag:2", Offset: 10, Length: 1000},
+		{Object: k.Object, Version: k.Version, Offset: 10, Length: 999},
+	} {
+		if c.Holds(other) {
+			t.Errorf("%+v is held as %+v", other, k)
+		}
+	}
+	if st := c.Stats(); st.Hits != 0 || st.Misses != 0 {
+		t.Fatalf("Holds counted %d hits, %d misses", st.Hits, st.Misses)
+	}
+}
+
 func TestCorruptEntryDropped(t *testing.T) {
 	c, err := Open(t.TempDir(), 1<<20)
 	if err != nil {

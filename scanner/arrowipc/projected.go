@@ -44,6 +44,10 @@ func fetchFrom(data []byte, served *int64) FetchFunc {
 	}
 }
 
+// TailLen is the length of the first range ReadColumns asks of a file of
+// size bytes for a tail of tail bytes: the file's last tailLen bytes.
+func TailLen(size, tail int64) int64 { return min(size, max(tail, TrailerLen+8)) }
+
 // TailGuess is how much of a file's end the first request reads: the footer
 // of a file with a few hundred batches fits, so one request usually does.
 const TailGuess = 64 << 10
@@ -94,7 +98,7 @@ func readIPCFooter(size, tail int64, get FetchFunc) (*ipcFooter, int64, error) {
 	if size < TrailerLen+8 {
 		return nil, 0, fmt.Errorf("%w: %d bytes is too small for an Arrow IPC file", ErrMalformed, size)
 	}
-	tailLen := min(size, max(tail, TrailerLen+8))
+	tailLen := TailLen(size, tail)
 	got, err := get([]Range{{size - tailLen, tailLen}})
 	if err != nil {
 		return nil, 0, err
