@@ -283,31 +283,33 @@ func TestCacheLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := serveCounting(t, dir)
-	var rows []Row
-	for _, r := range chunkRows(t, dir, srv.URL, "1") {
-		fi, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(r["url"].(string), srv.URL+"/")))
-		if err != nil {
-			t.Fatal(err)
+	for _, version := range []string{"1", ""} { // the catalog's, or each object's checked
+		var rows []Row
+		for _, r := range chunkRows(t, dir, srv.URL, version) {
+			fi, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(r["url"].(string), srv.URL+"/")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r["length"] = fi.Size()
+			rows = append(rows, r)
 		}
-		r["length"] = fi.Size()
-		rows = append(rows, r)
-	}
-	for _, filled := range []int{1, -1} { // projected, whole
-		cacheDir := t.TempDir()
-		scan := startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: filled}, []int{0})
-		_, sums := drain(t, scan, 1, 0)
-		scan.Close()
-		cold := sums["s0"]
-		if st := scan.Stats(); filled > 0 && st.ProjectedChunks < int64(len(rows))-1 || filled < 0 && st.ProjectedChunks != 0 { // bind may read the first whole
-			t.Fatalf("filling with projectModel %d: %d of %d chunks projected", filled, st.ProjectedChunks, len(rows))
-		}
-		srv.reset(t)
-		scan = startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: -filled}, []int{0})
-		_, sums = drain(t, scan, 1, 0)
-		scan.Close()
-		if st := scan.Stats(); sums["s0"] != cold || srv.gets.Load() != 0 {
-			t.Fatalf("filled with projectModel %d, scanned with %d: sum %d (want %d), %d GETs (%d chunks projected, %d cache hits)",
-				filled, -filled, sums["s0"], cold, srv.gets.Load(), st.ProjectedChunks, st.CacheHits)
+		for _, filled := range []int{1, -1} { // projected, whole
+			cacheDir := t.TempDir()
+			scan := startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: filled}, []int{0})
+			_, sums := drain(t, scan, 1, 0)
+			scan.Close()
+			cold := sums["s0"]
+			if st := scan.Stats(); filled > 0 && st.ProjectedChunks < int64(len(rows))-1 || filled < 0 && st.ProjectedChunks != 0 { // bind may read the first whole
+				t.Fatalf("version %q, filling with projectModel %d: %d of %d chunks projected", version, filled, st.ProjectedChunks, len(rows))
+			}
+			srv.reset(t)
+			scan = startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: -filled}, []int{0})
+			_, sums = drain(t, scan, 1, 0)
+			scan.Close()
+			if st := scan.Stats(); sums["s0"] != cold || srv.gets.Load() != 0 {
+				t.Fatalf("version %q, filled with projectModel %d, scanned with %d: sum %d (want %d), %d GETs (%d chunks projected, %d cache hits)",
+					version, filled, -filled, sums["s0"], cold, srv.gets.Load(), st.ProjectedChunks, st.CacheHits)
+			}
 		}
 	}
 }

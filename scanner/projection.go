@@ -144,8 +144,9 @@ func (s *Scan) chunkProjects(c *Chunk) bool {
 // changes from scan to scan, and a process that has not yet heard the
 // store (a new CLI over the same cache_dir) has no model at all: a scan
 // that chose the other way than the one that filled the cache would fetch
-// the chunk again. Only a version known at once (the catalog's, or a
-// check already answered) is looked up: the choice never waits.
+// the chunk again. The version is the catalog's, or the answer to the
+// scan's one check of an object the cache knows (waited for, as the
+// chunk's read would); an object it does not know is not looked up.
 func (s *Scan) cachedLayout(c *Chunk, size int64) (whole, known bool) {
 	cu := s.cache
 	if cu == nil {
@@ -161,14 +162,10 @@ func (s *Scan) cachedLayout(c *Chunk, size int64) (whole, known bool) {
 	}
 	object := s.plan.objectKey(h.Store, h.Name)
 	version := catalogVersion(c)
-	if version == "" {
-		if vc := cu.asked(object); vc != nil {
-			select {
-			case <-vc.done:
-				version = vc.version
-			default:
-			}
-		}
+	if version == "" && cu.c.Known(object) {
+		// Checked once a scan (ahead, checkVersionsAhead, or here): the
+		// chunk's read waits for the same answer.
+		version, _ = cu.version(object, h.Scheduler, h.Store, h.Name, iosched.Priority{Query: s.id, Seq: int64(c.Row)})
 	}
 	if version == "" {
 		return false, false
