@@ -105,6 +105,20 @@ func chunkRows(t *testing.T, dir, base, version string) []Row {
 	return rows
 }
 
+// sizedRows are chunkRows with each chunk's length.
+func sizedRows(t *testing.T, dir, base, version string) []Row {
+	t.Helper()
+	rows := chunkRows(t, dir, base, version)
+	for _, r := range rows {
+		fi, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(r["url"].(string), base+"/")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r["length"] = fi.Size()
+	}
+	return rows
+}
+
 // scanAll scans cfg whole and checks its answer against want.
 func scanAll(t *testing.T, cfg Config, want []datagen.SegmentStats) Stats {
 	t.Helper()
@@ -234,15 +248,7 @@ func TestCacheLargeChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := serveCounting(t, dir)
-	var rows []Row
-	for _, r := range chunkRows(t, dir, srv.URL, "1") {
-		fi, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(r["url"].(string), srv.URL+"/")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r["length"] = fi.Size()
-		rows = append(rows, r)
-	}
+	rows := sizedRows(t, dir, srv.URL, "1")
 	cfg := Config{Process: testProcess(t), Rows: rows, CacheDir: t.TempDir()}
 	sums := make([]int64, 2)
 	for i := range sums {
@@ -284,15 +290,7 @@ func TestCacheLayout(t *testing.T) {
 	}
 	srv := serveCounting(t, dir)
 	for _, version := range []string{"1", ""} { // the catalog's, or each object's checked
-		var rows []Row
-		for _, r := range chunkRows(t, dir, srv.URL, version) {
-			fi, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(r["url"].(string), srv.URL+"/")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r["length"] = fi.Size()
-			rows = append(rows, r)
-		}
+		rows := sizedRows(t, dir, srv.URL, version)
 		for _, filled := range []int{1, -1} { // projected, whole
 			cacheDir := t.TempDir()
 			scan := startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: filled}, []int{0})
