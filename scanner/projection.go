@@ -101,7 +101,7 @@ func (s *Scan) planProjection(fields []int) bool {
 	// A cache that holds the first chunk bind did not read projected
 	// (its tail, not the chunk whole) was filled by a scan that projected:
 	// each chunk then reads as the cache holds it (chunkProjects).
-	for i := range s.plan.Chunks.Len() {
+	for i := 0; s.cache != nil && i < s.plan.Chunks.Len(); i++ {
 		c := s.plan.Chunks.At(i)
 		if size := c.WireLength(); size >= 0 && !s.atBind(&c) {
 			whole, known := s.cachedLayout(&c, size)
