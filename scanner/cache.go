@@ -317,14 +317,14 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 			miss[i] = i
 		}
 		version := catalogVersion(c)
-		if version != "" {
-			// vouched for by the catalog
-		} else if vc := cu.asked(object); vc != nil {
-			version, _ = cu.wait(vc) // checked ahead, or learned from a GET
-		} else if cu.c.Known(object) {
-			// An error or no version: the ranges are fetched, and the
-			// GET reports what is wrong with the object, if anything.
-			version, _ = cu.version(object, sched, st, name, reqs[0].Priority)
+		if version == "" {
+			if vc := cu.asked(object); vc != nil {
+				version, _ = cu.wait(vc) // checked ahead, or learned from a GET
+			} else if cu.c.Known(object) {
+				// An error or no version: the ranges are fetched, and the
+				// GET reports what is wrong with the object, if anything.
+				version, _ = cu.version(object, sched, st, name, reqs[0].Priority)
+			}
 		}
 		if version != "" {
 			miss = p.readCached(cu, object, version, reqs, out, prepare)
