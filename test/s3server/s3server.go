@@ -216,6 +216,16 @@ func (s *Server) PutObject(ctx context.Context, bucket, key string, data []byte)
 	return nil
 }
 
+// CPU is the CPU time (user and system) the server's process has used so
+// far: a benchmark's runs take the difference, to show what the store
+// itself cost the machine beside the client it measures.
+func (s *Server) CPU() (time.Duration, error) {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0, errors.New("s3server: not running")
+	}
+	return processCPU(s.cmd.Process.Pid)
+}
+
 // Close stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it.
 // Close is idempotent.
 func (s *Server) Close() error {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -40,10 +41,35 @@ func TestServer(t *testing.T) {
 	if err != nil || len(buckets.Buckets) != 2 {
 		t.Fatalf("buckets %v %v", buckets, err)
 	}
+	// The server's CPU time grows as it serves, and is never read of a
+	// stopped server.
+	cpu0, err := srv.CPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for cpu := cpu0; cpu == cpu0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's CPU time stayed %v over 30 s of requests", cpu0)
+		}
+		for range 50 {
+			if _, err := srv.Client().ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cpu, err = srv.CPU(); err != nil {
+			t.Fatal(err)
+		} else if cpu < cpu0 {
+			t.Fatalf("the server's CPU time went from %v down to %v", cpu0, cpu)
+		}
+	}
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close() // idempotent
+	if cpu, err := srv.CPU(); err == nil {
+		t.Errorf("CPU of a stopped server: %v, want an error", cpu)
+	}
 }
 
 func TestBinary(t *testing.T) {

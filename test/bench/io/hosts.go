@@ -5,11 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/remote-segments/remote_segments/test/faultproxy"
@@ -165,4 +168,28 @@ func resultSelect(wide bool) string {
 			"CAST(sum(i) AS BIGINT), sum(d), count_if(b), CAST(sum(strlen(s)) AS BIGINT))"
 	}
 	return "printf('RESULT rows=%d sum_x=%d', count(*), CAST(sum(x) AS BIGINT))"
+}
+
+// serve keeps versitygw and a proxy of -latency in front of it running
+// with d uploaded, prints the W2 queries the CLI host runs against them,
+// and returns on SIGINT or SIGTERM: for profiling a host by hand
+// (perf record, a trace) against the same store as the bench.
+func (b *bench) serve(d *dataset) {
+	proxy, err := faultproxy.New(b.srv.Endpoint, faultproxy.Config{Latency: *latency})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer proxy.Close()
+	cat, err := b.catalogFile(d)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, wide := range []bool{false, true} {
+		fmt.Printf("SELECT %s FROM remote_segments('%s', max_parallel_io := 64, s3_endpoint := '%s', s3_access_key_id := '%s', s3_secret_access_key := '%s', s3_region := '%s', s3_url_style := 'path');\n",
+			resultSelect(wide), cat, proxy.URL, b.srv.AccessKey, b.srv.SecretKey, b.srv.Region)
+	}
+	fmt.Println("serving until SIGINT or SIGTERM")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
 }

@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,52 @@ type runResult struct {
 	rss      int64               // peak RSS of a peer's process (0: the scan ran in this process)
 	wall     time.Duration       // a peer's process wall time
 	hostCPU  time.Duration       // a host's process CPU time (user + system)
+	storeCPU time.Duration       // versitygw's CPU time over the run (0: not measured)
+	busy     float64             // the share of the machine's CPU time busy over the run (any process: other load shows here)
+}
+
+// accounted runs f and sets its result's storeCPU and busy.
+func (b *bench) accounted(f func() runResult) runResult {
+	c0, err0 := b.srv.CPU()
+	m0, merr0 := machineCPU()
+	r := f()
+	if c1, err1 := b.srv.CPU(); err0 == nil && err1 == nil {
+		r.storeCPU = c1 - c0
+	}
+	if m1, merr1 := machineCPU(); merr0 == nil && merr1 == nil && m1.total > m0.total {
+		r.busy = float64(m1.busy-m0.busy) / float64(m1.total-m0.total)
+	}
+	return r
+}
+
+// cpuTicks are the machine's CPU times since boot, over all CPUs, in
+// /proc/stat's ticks: all of them, and those not idle nor waiting for IO.
+type cpuTicks struct{ total, busy int64 }
+
+// machineCPU reads the first line of /proc/stat ("cpu user nice system
+// idle iowait irq softirq steal ...").
+func machineCPU() (cpuTicks, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTicks{}, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTicks{}, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var t cpuTicks
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return cpuTicks{}, fmt.Errorf("/proc/stat: %w", err)
+		}
+		t.total += n
+		if i != 3 && i != 4 {
+			t.busy += n
+		}
+	}
+	return t, nil
 }
 
 func (r runResult) mibps(d *dataset) float64 {
@@ -144,6 +191,10 @@ func main() {
 		large, _ = b.prepare(root, "large", datagen.Spec{Segments: *largeN, ChunksPerSegment: 1, RowsPerChunk: 1_750_000, BatchesPerChunk: 4, Seed: 10}, false)
 	}
 	b.md.midPeers, b.md.tinyPeers = midPeers, tinyPeers
+	if os.Getenv("IOBENCH_SERVE") != "" {
+		b.serve(mid)
+		return
+	}
 
 	run := func(n string) bool { return slices.Contains(strings.Split(*tables, ","), n) }
 	if run("1") {
@@ -464,9 +515,9 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 		fmt.Sscan(f, &p)
 		row := w2Row{p: p, peers: map[string][]runResult{}, hosts: map[string][]runResult{}}
 		for round := range max(1, *rounds) {
-			raw := must("raw", b.raw(d, cfg, p, 8<<20))
-			narrow := must("narrow", b.scan(d, cfg, p, []int{0}))
-			wide := must("wide", b.scan(d, cfg, p, nil))
+			raw := must("raw", b.accounted(func() runResult { return b.raw(d, cfg, p, 8<<20) }))
+			narrow := must("narrow", b.accounted(func() runResult { return b.scan(d, cfg, p, []int{0}) }))
+			wide := must("wide", b.accounted(func() runResult { return b.scan(d, cfg, p, nil) }))
 			nested := must("nested", b.nested(d, cfg, p))
 			channel := must("channel", b.channel(d, cfg, p))
 			row.raw = append(row.raw, raw)
@@ -478,14 +529,14 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 			for _, h := range hostsOn() {
 				for _, wide := range []bool{false, true} {
 					key := h + map[bool]string{false: "-narrow", true: "-wide"}[wide]
-					r := b.hostScan(h, d, cfg, p, wide)
+					r := b.accounted(func() runResult { return b.hostScan(h, d, cfg, p, wide) })
 					row.hosts[key] = append(row.hosts[key], r)
 					if r.err != nil {
 						fmt.Printf("       %-14s FAILED: %v\n", key, r.err)
 						continue
 					}
-					fmt.Printf("       %-14s %9.1f MiB/s  %5.2f× the raw loop  %5d requests  in flight %5.1f  RSS %s, process %.2fs, cpu %.2fs\n", key, r.mibps(d),
-						raw.window.Seconds()/r.window.Seconds(), r.requests, r.inFlight, rssText(r.rss), r.wall.Seconds(), r.hostCPU.Seconds())
+					fmt.Printf("       %-14s %9.1f MiB/s  %5.2f× the raw loop  %5d requests  in flight %5.1f  RSS %s, process %.2fs, cpu %.2fs, store cpu %.2fs, CPUs %.0f%% busy\n", key, r.mibps(d),
+						raw.window.Seconds()/r.window.Seconds(), r.requests, r.inFlight, rssText(r.rss), r.wall.Seconds(), r.hostCPU.Seconds(), r.storeCPU.Seconds(), 100*r.busy)
 				}
 			}
 			if pd != nil && pi == len(ps)-1 {
@@ -512,12 +563,14 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 					add(k.key+"-wide", b.peer(k.key, pd, cfg, true, *peerTimeout))
 				}
 			}
-			fmt.Printf("%4d %5d %9.1f %9.1f %6.2f× %9.1f %6.2f× %10d %10d %10.2f %9.1f %9.1f %9.1f   cpu s raw %.2f n %.2f w %.2f\n", p, round+1, raw.mibps(d),
+			fmt.Printf("%4d %5d %9.1f %9.1f %6.2f× %9.1f %6.2f× %10d %10d %10.2f %9.1f %9.1f %9.1f   cpu s raw %.2f n %.2f w %.2f, store %.2f %.2f %.2f, CPUs busy %.0f%% %.0f%% %.0f%%\n", p, round+1, raw.mibps(d),
 				narrow.mibps(d), raw.window.Seconds()/narrow.window.Seconds(),
 				wide.mibps(d), raw.window.Seconds()/wide.window.Seconds(),
 				narrow.requests, wide.requests,
 				float64(narrow.stats.RoundTrips)/float64(max(1, narrow.stats.Chunks)),
-				raw.inFlight, narrow.inFlight, wide.inFlight, raw.cpu.Seconds(), narrow.cpu.Seconds(), wide.cpu.Seconds())
+				raw.inFlight, narrow.inFlight, wide.inFlight, raw.cpu.Seconds(), narrow.cpu.Seconds(), wide.cpu.Seconds(),
+				raw.storeCPU.Seconds(), narrow.storeCPU.Seconds(), wide.storeCPU.Seconds(),
+				100*raw.busy, 100*narrow.busy, 100*wide.busy)
 			fmt.Printf("           nested buffered(k) %.1f MiB/s = %.2f× the raw loop, in flight %.1f; byte-capped channel %.1f MiB/s = %.2f×, in flight %.1f\n",
 				nested.mibps(d), raw.window.Seconds()/nested.window.Seconds(), nested.inFlight,
 				channel.mibps(d), raw.window.Seconds()/channel.window.Seconds(), channel.inFlight)
@@ -540,7 +593,7 @@ func (b *bench) table1(d *dataset, pd *peerData) {
 		b.md.w2 = append(b.md.w2, row)
 	}
 	fmt.Println("requests: at the proxy, bind included; rt/chunk n: sequential request waves per chunk of the narrow scan (the first chunk is read at bind);")
-	fmt.Println("inflight: time-averaged requests in flight at the proxy (raw, narrow, wide); cpu s: this process's CPU seconds (proxy + client + decode; versitygw apart)")
+	fmt.Println("inflight: time-averaged requests in flight at the proxy (raw, narrow, wide); cpu s: this process's CPU seconds (proxy + client + decode; versitygw apart); store: versitygw's CPU seconds; CPUs busy: the machine's CPU time not idle over the run, any process's (a machine near 100 % delays every request's client work)")
 }
 
 // table2: small objects, fault-free against the mix, interleaved: each mix

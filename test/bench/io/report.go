@@ -257,14 +257,14 @@ func (m *markdown) w2HostsSection(w, g func(string, ...any), mid *dataset) {
 	if len(hosts) == 0 {
 		return
 	}
-	w("W2 through the hosts users run, in the same rounds: each host is its own process (`/usr/bin/time -v`) reading the same objects through a CSV catalog of their URLs and lengths (*with a glob*: found by an S3 listing instead, whose requests count in the window), at the same max_parallel_io, the query printing its sums, checked. The window is the proxy's as above (bind's first request to the last); the process's time adds its start, LOAD and the catalog's read. Ratios are to the raw loop of the same round.\n\n")
-	w("| host | max_parallel_io | narrow × raw | wide × raw | in flight narrow / wide | process s narrow / wide | CPU s narrow / wide | peak RSS narrow / wide |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	w("W2 through the hosts users run, in the same rounds: each host is its own process (`/usr/bin/time -v`) reading the same objects through a CSV catalog of their URLs and lengths (*with a glob*: found by an S3 listing instead, whose requests count in the window), at the same max_parallel_io, the query printing its sums, checked. The window is the proxy's as above (bind's first request to the last); the process's time adds its start, LOAD and the catalog's read. Ratios are to the raw loop of the same round. *Store CPU* is versitygw's, and *CPUs busy* the machine's CPU time not idle over the process's run, any process's: the host, the proxy (in the bench's process) and the store share the machine's CPUs, and where they are near 100 %% a request's client work waits for a CPU.\n\n")
+	w("| host | max_parallel_io | narrow × raw | wide × raw | in flight narrow / wide | process s narrow / wide | CPU s narrow / wide | store CPU s narrow / wide | CPUs busy narrow / wide | peak RSS narrow / wide |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range m.w2 {
 		for _, h := range hosts {
 			nr, nw := r.hosts[h+"-narrow"], r.hosts[h+"-wide"]
 			n, wd, ok := r.hostRatios(h)
 			if !ok {
-				w("| %s | %d | %s | %s | | | | |\n", hostName(h), r.p, n, wd)
+				w("| %s | %d | %s | %s | | | | | | |\n", hostName(h), r.p, n, wd)
 				continue
 			}
 			ok2 := func(x runResult) bool { return x.err == nil }
@@ -281,9 +281,12 @@ func (m *markdown) w2HostsSection(w, g func(string, ...any), mid *dataset) {
 			inflight := func(x runResult) float64 { return x.inFlight }
 			wall := func(x runResult) float64 { return x.wall.Seconds() }
 			cpu := func(x runResult) float64 { return x.hostCPU.Seconds() }
+			store := func(x runResult) float64 { return x.storeCPU.Seconds() }
+			busy := func(x runResult) float64 { return 100 * x.busy }
 			rss := func(x runResult) float64 { return float64(x.rss) / (1 << 20) }
-			w("| %s | %d | **%s** | **%s** | %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f MiB |\n", hostName(h), r.p, n, wd,
-				med(nr, inflight), med(nw, inflight), med(nr, wall), med(nw, wall), med(nr, cpu), med(nw, cpu), med(nr, rss), med(nw, rss))
+			w("| %s | %d | **%s** | **%s** | %.1f / %.1f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f %% | %.0f / %.0f MiB |\n", hostName(h), r.p, n, wd,
+				med(nr, inflight), med(nw, inflight), med(nr, wall), med(nw, wall), med(nr, cpu), med(nw, cpu), med(nr, store), med(nw, store),
+				med(nr, busy), med(nw, busy), med(nr, rss), med(nw, rss))
 		}
 	}
 	w("\n")
