@@ -12,7 +12,9 @@ package budget
 // pool never holds more than the budget's cap in buffers handed out and free
 // ones together, unless the buffers handed out alone exceed it (the budget,
 // not the pool, decides how much is live): the bytes the budget meters are
-// the bytes the pool holds.
+// the bytes the pool holds. A fresh buffer of a huge page or more is mapped
+// for itself on huge pages, outside the Go heap, and unmapped when the pool
+// drops it (offheap.go).
 
 import (
 	"math/bits"
@@ -72,8 +74,10 @@ func (p *pool) get(n int) []byte {
 		return buf[:n]
 	}
 	p.fresh++
+	var dropped [][]byte
 	for k, list := range p.free {
 		for len(list) > 0 && p.taken+p.freeBytes > p.limit {
+			dropped = append(dropped, list[len(list)-1])
 			list[len(list)-1] = nil
 			list = list[:len(list)-1]
 			p.freeBytes -= int64(k)
@@ -81,6 +85,12 @@ func (p *pool) get(n int) []byte {
 		p.free[k] = list
 	}
 	p.mu.Unlock()
+	for _, buf := range dropped {
+		offHeap.drop(buf)
+	}
+	if buf := offHeap.take(c); buf != nil {
+		return buf[:n]
+	}
 	return make([]byte, n, c)
 }
 
@@ -92,27 +102,31 @@ func (p *pool) put(buf []byte) {
 		panic("budget: returned a buffer the pool did not hand out")
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.taken < int64(c) {
+		p.mu.Unlock()
 		panic("budget: returned more buffers than were handed out")
 	}
 	p.taken -= int64(c)
 	if p.closed || p.freeBytes > 0 && p.taken+p.freeBytes+int64(c) > p.limit {
-		return // dropped: the collector frees it
+		p.mu.Unlock()
+		offHeap.drop(buf) // unmapped if mapped, else the collector frees it
+		return
 	}
 	if p.free == nil {
 		p.free = map[int][][]byte{}
 	}
 	p.free[c] = append(p.free[c], buf[:c])
 	p.freeBytes += int64(c)
+	p.mu.Unlock()
 }
 
-// forget accounts for a buffer of class c handed out that will never come
-// back (its writer may still hold it).
-func (p *pool) forget(c int) {
+// forget accounts for buf, a buffer of class c handed out that will never
+// come back (its writer may still hold it).
+func (p *pool) forget(c int, buf []byte) {
 	p.mu.Lock()
 	p.taken = max(0, p.taken-int64(c))
 	p.mu.Unlock()
+	offHeap.abandon(buf)
 }
 
 func (p *pool) setLimit(n int64) {
@@ -122,15 +136,21 @@ func (p *pool) setLimit(n int64) {
 }
 
 // ClosePool drops the free buffers of b's pool and every buffer given back
-// later, for the garbage collector: a budget whose scan ended may stay
-// reachable (statistics) but must not pin memory. Buffers are still handed
-// out after it, fresh each time.
+// later (unmapped, or left to the garbage collector): a budget whose scan
+// ended may stay reachable (statistics) but must not pin memory. Buffers are
+// still handed out after it, fresh each time.
 func (b *Budget) ClosePool() {
 	p := &b.pool
 	p.mu.Lock()
 	p.closed = true
+	free := p.free
 	p.free, p.freeBytes = nil, 0
 	p.mu.Unlock()
+	for _, list := range free {
+		for _, buf := range list {
+			offHeap.drop(buf)
+		}
+	}
 }
 
 // PoolStats describes a budget's buffer pool.
@@ -178,8 +198,9 @@ func (l *Lease) Buffer(n int) []byte {
 
 // Abandon closes the lease like Close, but its buffers are not reused: a
 // writer may still hold them (an IO request that failed while other parts of
-// it ran on). The garbage collector frees them once nobody refers to them.
-// Abandon is idempotent and safe on a nil lease.
+// it ran on). The garbage collector frees them once nobody refers to them;
+// a mapped one gives its pages back at once and keeps its addresses, never
+// reused (offheap.go). Abandon is idempotent and safe on a nil lease.
 func (l *Lease) Abandon() {
 	if l == nil {
 		return
@@ -189,7 +210,7 @@ func (l *Lease) Abandon() {
 	l.bufs = nil
 	l.b.mu.Unlock()
 	for _, buf := range bufs {
-		l.b.pool.forget(cap(buf))
+		l.b.pool.forget(cap(buf), buf)
 	}
 	l.Close()
 }
@@ -238,7 +259,7 @@ func (a *poolAllocator) Reallocate(n int, old []byte) []byte {
 // Free routes by length as Allocate did: Arrow hands back the slice
 // Allocate returned, whose length gives its class. A slice too short for
 // its class was not handed out by the pool as it is: the pool forgets the
-// class's bytes and leaves the slice to the collector rather than fail.
+// class's bytes and abandons the slice (see Lease.Abandon) rather than fail.
 func (a *poolAllocator) Free(buf []byte) {
 	if len(buf) <= PoolMin {
 		a.small.Free(buf)
@@ -246,7 +267,7 @@ func (a *poolAllocator) Free(buf []byte) {
 	}
 	c := poolClass(len(buf))
 	if cap(buf) < c {
-		a.p.forget(c)
+		a.p.forget(c, buf)
 		return
 	}
 	a.p.put(buf[:c:c])
