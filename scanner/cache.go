@@ -7,9 +7,11 @@ package scanner
 // slot), and fetches the others from the store and stores them.
 //
 // The version the ranges are looked up by is the catalog's (Chunk.Version,
-// vouched for by the catalog: no request to the store at all), else the
-// store's answer to one request for the object's headers per scan
-// (store.Versioner), asked only of objects the cache has stored ranges of.
+// vouched for by the catalog: no request to the store at all), else, in
+// the scan that follows bind, the one the listing of a glob or prefix
+// gave at bind (Chunk.Listed: no request either), else the store's answer
+// to one request for the object's headers per scan (store.Versioner),
+// asked only of objects the cache has stored ranges of.
 // An object overwritten between two scans thus has a new version in the
 // second, whose ranges are not in the cache. Fetched ranges are stored
 // under the version their own answers carried (recordingStore). A store
@@ -98,6 +100,10 @@ type cacheUse struct {
 	// versions are the objects' version checks, each made once; the
 	// first scan shares bind's, whose prefetches may still run.
 	versions *versionSet
+	// listed: the versions bind's listing gave (Chunk.Listed) stand for
+	// checks. Bind's use and the first scan's only: a later scan of the
+	// plan may come any time after the listing, and checks anew.
+	listed bool
 
 	// hits counts the ranges served from the cache and their bytes;
 	// bind's and the first scan's share it, and fills.
@@ -230,7 +236,7 @@ func (s *Scan) checkVersionsAhead() {
 		var queued []pending
 		seen := map[string]bool{}
 		for _, c := range s.plan.Chunks.All() {
-			if c.Version != "" || seen[c.URL] || s.ctx.Err() != nil {
+			if c.Version != "" || (cu.listed && c.Listed != "") || seen[c.URL] || s.ctx.Err() != nil {
 				continue
 			}
 			seen[c.URL] = true
@@ -317,6 +323,13 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 			miss[i] = i
 		}
 		version := catalogVersion(c)
+		if version == "" && cu.listed {
+			// As good as a check, made moments before. A range fetched is
+			// stored under its GET's version all the same (below): an
+			// object written since the listing leaves nothing under the
+			// listed version.
+			version = c.Listed
+		}
 		if version == "" {
 			if vc := cu.asked(object); vc != nil {
 				version, _ = cu.wait(vc) // checked ahead, or learned from a GET
@@ -525,6 +538,7 @@ func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
 		// Bind's prefetches may still be reading: they count into the
 		// same hits.
 		cu.versions = bound.versions
+		cu.listed = bound.listed
 		cu.hits = bound.hits
 		cu.fills = bound.fills
 	}

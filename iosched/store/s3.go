@@ -384,7 +384,7 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 		for _, o := range page.objects {
 			name := bucket + "/" + o.Name
 			if name > q.startAfter && before(name) {
-				l.objs = append(l.objs, ObjectInfo{Name: name, Size: o.Size})
+				l.objs = append(l.objs, ObjectInfo{Name: name, Size: o.Size, Version: o.Version})
 				kept++
 			}
 			past = past || (q.end != "" && name >= q.end)

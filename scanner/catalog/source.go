@@ -165,7 +165,7 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 	b := newListBuilder("", source, src.Keep, src.maxChunks())
 	b.grow(len(objs))
 	for _, o := range objs {
-		if err := b.addObject(st.URL(o.Name), o.Size); err != nil {
+		if err := b.addObject(st.URL(o.Name), o.Size, o.Version); err != nil {
 			return nil, err
 		}
 	}
