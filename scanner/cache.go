@@ -10,14 +10,17 @@ package scanner
 // vouched for by the catalog: no request to the store at all), else, in
 // the scan that follows bind, the one the listing of a glob or prefix
 // gave at bind (Chunk.Listed: no request either), else the store's answer
-// to one request for the object's headers per scan (store.Versioner),
-// asked only of objects the cache has stored ranges of.
+// to one check per scan, asked only of objects the cache has stored
+// ranges of: a request for the object's headers (store.Versioner), or,
+// for many objects of one bucket, the listing of their prefix
+// (store.VersionLister; see checkVersionsAhead).
 // An object overwritten between two scans thus has a new version in the
 // second, whose ranges are not in the cache. Fetched ranges are stored
 // under the version their own answers carried (recordingStore). A store
 // that gives no version, and local files, are not cached.
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"path/filepath"
@@ -210,15 +213,22 @@ func (p *Plan) objectKey(st store.Store, name string) string {
 	return p.cfg.Store.S3Endpoint + "\x00" + st.URL(name)
 }
 
-// checkVersionsAhead queues, at the scan's start, the version checks of
-// its objects that carry no catalog version and that the cache filled
-// before: one request each, on the objects' schedulers with the others'
-// GETs, in catalog order (the priority of the object's first chunk). A
-// chunk waits for its object's check only if it comes before the check is
-// done, so that the checks cost about objects ÷ slots round trips,
-// however few chunks the budget lets run at once. Each check is a batch
-// of its own: one object that fails its check (gone, refused) must not
-// cancel the others'.
+// checkVersionsAhead checks, at the scan's start, the versions of its
+// objects that carry no catalog version (nor, in the scan after bind, a
+// listed one) and that the cache filled before. The first objects, as
+// many as their scheduler has slots, are asked at once, one request for
+// the headers each, so that the first chunks wait for one round trip.
+// The others are collected and, where a store can tell many objects'
+// versions by listing them (store.VersionLister: dozens of objects of
+// one bucket, a listing page each thousand), are listed; those the
+// listings do not show get a request each too. The requests go on the
+// objects' schedulers with the others' GETs, in catalog order (the
+// priority of the object's first chunk). A chunk waits for its object's
+// check only if it comes before the check is done, so that the checks
+// cost a few round trips, or objects ÷ slots without a listing, however
+// few chunks the budget lets run at once. Each request is a batch of its
+// own: one object that fails its check (gone, refused) must not cancel
+// the others'.
 func (s *Scan) checkVersionsAhead() {
 	cu := s.cache
 	if cu == nil {
@@ -228,13 +238,15 @@ func (s *Scan) checkVersionsAhead() {
 	go func() {
 		defer s.wg.Done()
 		defer s.guard()
-		type pending struct {
-			vc *versionCheck
-			b  *iosched.Batch
-			h  *iosched.Hold
-		}
-		var queued []pending
+		var queued, later []*objectCheck
 		seen := map[string]bool{}
+		// The scan's max_parallel_io on h's scheduler.
+		slots := func(h *iosched.Hold) int {
+			if n := s.plan.cfg.MaxParallelIO; n > 0 {
+				return n
+			}
+			return h.Scheduler.Parallelism()
+		}
 		for _, c := range s.plan.Chunks.All() {
 			if c.Version != "" || (cu.listed && c.Listed != "") || seen[c.URL] || s.ctx.Err() != nil {
 				continue
@@ -245,11 +257,13 @@ func (s *Scan) checkVersionsAhead() {
 				continue // the chunk's own read reports it
 			}
 			object := s.plan.objectKey(h.Store, h.Name)
-			if _, ok := h.Store.(store.Versioner); !ok {
-				h.Release()
+			if _, ok := h.Store.(store.Versioner); !ok || cu.asked(object) != nil {
+				h.Release() // not cached, or checked, learned or being checked
 				continue
 			}
 			if !cu.c.Known(object) {
+				// Never cached: its reads need not ask the cache's notes again.
+				cu.learned(object, "")
 				h.Release()
 				continue
 			}
@@ -258,14 +272,81 @@ func (s *Scan) checkVersionsAhead() {
 				h.Release()
 				continue
 			}
-			prio := iosched.Priority{Query: s.id, Seq: int64(c.Row)}
-			queued = append(queued, pending{vc, h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(h.Store, h.Name, prio, vc)}), h})
+			q := &objectCheck{vc: vc, h: h, prio: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, slots: slots(h)}
+			if len(queued) < q.slots {
+				q.head(cu)
+				queued = append(queued, q)
+			} else {
+				later = append(later, q)
+			}
+		}
+		for _, q := range cu.listVersions(later) {
+			q.head(cu)
+			queued = append(queued, q)
 		}
 		for _, q := range queued {
 			cu.finish(q.vc, q.b)
 			q.h.Release()
 		}
 	}()
+}
+
+// objectCheck is one object's version check of checkVersionsAhead.
+type objectCheck struct {
+	vc   *versionCheck
+	h    *iosched.Hold // released once the check is done
+	prio iosched.Priority
+	// slots is the scan's max_parallel_io on the object's scheduler.
+	slots int
+	b     *iosched.Batch // the request for its headers, if one is sent
+}
+
+// head sends q's request for the object's headers.
+func (q *objectCheck) head(cu *cacheUse) {
+	q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
+}
+
+// listVersions ends the checks of checks whose objects a listing of
+// their store shows (store.VersionLister), and returns the others, in
+// their order. The stores' listings run at once.
+func (cu *cacheUse) listVersions(checks []*objectCheck) []*objectCheck {
+	byStore := map[store.VersionLister][]*objectCheck{}
+	var rest []*objectCheck
+	for _, q := range checks {
+		if vl, ok := q.h.Store.(store.VersionLister); ok {
+			byStore[vl] = append(byStore[vl], q)
+		} else {
+			rest = append(rest, q)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for vl, qs := range byStore {
+		wg.Go(func() {
+			names := make([]string, len(qs))
+			for i, q := range qs {
+				names[i] = q.h.Name
+			}
+			versions, sent := vl.ListVersions(cu.ctx, names, qs[0].slots)
+			cu.c.Validated(int64(sent))
+			var unlisted []*objectCheck
+			for _, q := range qs {
+				if v, ok := versions[q.h.Name]; ok {
+					q.vc.version = v
+					close(q.vc.done)
+					q.h.Release()
+				} else {
+					unlisted = append(unlisted, q)
+				}
+			}
+			mu.Lock()
+			rest = append(rest, unlisted...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(rest, func(a, b *objectCheck) int { return cmp.Compare(a.prio.Seq, b.prio.Seq) })
+	return rest
 }
 
 // learned notes version as object's for the rest of the scan, from the
@@ -292,10 +373,11 @@ type runFunc = func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)
 // mapping of the entry where the chunk may be read from one, as a local
 // file is.
 //
-// The version the ranges are looked up by is the catalog's, else the one
-// the store gives now (one request for the headers per object and scan),
-// asked only of objects the cache has filled before (cache.Known): a
-// scan of objects it never saw pays no check. Fetched ranges are stored
+// The version the ranges are looked up by is the catalog's, else the
+// listed one in the scan after bind, else the one the store gives now
+// (one check per object and scan, see checkVersionsAhead), asked only of
+// objects the cache has filled before (cache.Known): a scan of objects it
+// never saw pays no check. Fetched ranges are stored
 // under the version their own answers gave (store.RangeVersioner), never
 // one asked before, so that an object overwritten between the check and
 // the GET cannot leave the new bytes under the old version.

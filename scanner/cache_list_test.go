@@ -247,3 +247,134 @@ func TestCacheListedVersionNotTrusted(t *testing.T) {
 		t.Fatalf("a checked scan found %d entries of %d objects", st.CacheHits, objects)
 	}
 }
+
+// oddNames copies the chunks datagen wrote under src into dst/chunks,
+// each under a name with characters a listing escapes or a URL encodes
+// (a space, '&', '<', '+', '=', non-ASCII letters whose UTF-8 share
+// a first byte, an emoji), and, if fill > 0, that many empty objects
+// named between them. It returns the catalog rows of the chunks, as
+// s3://bucket URLs with their lengths and segments.
+func oddNames(t *testing.T, src, dst string, fill int) []Row {
+	t.Helper()
+	var rows []Row
+	i := 0
+	err := filepath.WalkDir(filepath.Join(src, "chunks"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".arrow") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		odd := []string{"é &<+=", "è 😀"}[i%2]
+		i++
+		key := fmt.Sprintf("chunks/%s%s%04d.arrow", odd, filepath.Base(filepath.Dir(p)), i)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, key)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, key), data, 0o644); err != nil {
+			return err
+		}
+		for k := range fill {
+			os.WriteFile(filepath.Join(dst, fmt.Sprintf("%s.%03d", key, k)), nil, 0o644)
+		}
+		seg := strings.TrimPrefix(filepath.Base(filepath.Dir(p)), "segment=")
+		rows = append(rows, Row{"url": "s3://bkt/" + key, "length": int64(len(data)), "segment_id": seg})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(rows, func(a, b Row) int { return strings.Compare(a["url"].(string), b["url"].(string)) })
+	return rows
+}
+
+// TestCacheChecksByListing: a catalog of many objects of one bucket, with
+// no version, is checked by listing their prefix, not one HEAD each (but
+// for the first objects, a HEAD each at once): with names a listing
+// escapes, a warm scan makes no GET and serves every chunk from the
+// cache; objects overwritten between two scans give the new answer; a
+// listing whose ETags disagree with the GETs' fills nothing under them.
+func TestCacheChecksByListing(t *testing.T) {
+	gen := func(seed uint64) (string, []datagen.SegmentStats) {
+		dir := t.TempDir()
+		want, err := datagen.Write(dir, datagen.Spec{Segments: 16, ChunksPerSegment: 4, RowsPerChunk: 40, BatchesPerChunk: 1, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir, want
+	}
+	src, want := gen(11)
+	dir := t.TempDir()
+	rows := oddNames(t, src, dir, 0)
+	objects := int64(len(rows))
+	const slots = 4
+	if objects-4*slots < store.MinListedVersions {
+		t.Fatalf("%d objects: too few to be listed", objects)
+	}
+	srv := serveS3Dir(t, dir, "bkt")
+	srv.pageSize = 50 // the listing takes pages
+	cfg := Config{Process: testProcess(t), Rows: rows, Store: srv.options(), CacheDir: t.TempDir(), MaxParallelIO: slots}
+	scanAll(t, cfg, want)
+	if srv.lists.Load() != 0 || srv.heads.Load() != 0 {
+		t.Fatalf("cold scan: %d LISTs, %d HEADs; want no check of objects never cached", srv.lists.Load(), srv.heads.Load())
+	}
+	srv.reset()
+	st := scanAll(t, cfg, want)
+	// HEADs: the objects bind prefetches, and the first the scan checks.
+	if g, h, l := srv.gets.Load(), srv.heads.Load(), srv.lists.Load(); g != 0 || h > objects/4 || l == 0 || st.CacheHits != objects {
+		t.Fatalf("warm scan: %d GETs, %d HEADs, %d LISTs, %d hits of %d objects; want no GET, a HEAD for few objects, a listing, every chunk a hit",
+			g, h, l, st.CacheHits, objects)
+	}
+
+	src2, want2 := gen(12)
+	cfg2 := cfg
+	cfg2.Rows = oddNames(t, src2, dir, 0) // every object overwritten
+	if want2[0].SumX == want[0].SumX {
+		t.Fatal("the rewritten data has the old answer: the test proves nothing")
+	}
+	srv.reset()
+	if st := scanAll(t, cfg2, want2); st.CacheHits != 0 || srv.gets.Load() < objects {
+		t.Fatalf("overwritten: %d hits, %d GETs", st.CacheHits, srv.gets.Load())
+	}
+
+	// A listing that gives other ETags than the GETs: no entry is found
+	// under them, nor filled.
+	oddNames(t, src, dir, 0) // the first data again, cached under its versions
+	srv.mu.Lock()
+	srv.listETag = func(string, string) string { return `"listed"` }
+	srv.mu.Unlock()
+	srv.reset()
+	// Only the objects checked by HEAD are served from the cache.
+	for range 2 {
+		if st := scanAll(t, cfg, want); st.CacheHits > srv.heads.Load() || srv.lists.Load() == 0 {
+			t.Fatalf("a listing of other versions: %d hits, %d objects checked by HEAD, %d LISTs: a listed version found entries filled under it",
+				st.CacheHits, srv.heads.Load(), srv.lists.Load())
+		}
+		srv.reset()
+	}
+}
+
+// TestCacheChecksListingBounded: objects asked among many others (a
+// prefix that is most of the bucket) are listed for a few pages at most,
+// then checked one by one; every chunk is still served right.
+func TestCacheChecksListingBounded(t *testing.T) {
+	src := t.TempDir()
+	want, err := datagen.Write(src, datagen.Spec{Segments: 16, ChunksPerSegment: 4, RowsPerChunk: 40, BatchesPerChunk: 1, Seed: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rows := oddNames(t, src, dir, 30) // 30 other objects after each one asked
+	objects := int64(len(rows))
+	srv := serveS3Dir(t, dir, "bkt")
+	srv.pageSize = 40
+	cfg := Config{Process: testProcess(t), Rows: rows, Store: srv.options(), CacheDir: t.TempDir(), MaxParallelIO: 4}
+	scanAll(t, cfg, want)
+	srv.reset()
+	st := scanAll(t, cfg, want)
+	// The 60 names listed in one run may take 2 + 3·60/1000 pages.
+	if l, h := srv.lists.Load(), srv.heads.Load(); l == 0 || l > 2 || h < objects-2*40 || st.CacheHits != objects || srv.gets.Load() != 0 {
+		t.Fatalf("%d LISTs, %d HEADs, %d hits, %d GETs (%d objects)", l, h, st.CacheHits, srv.gets.Load(), objects)
+	}
+}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -161,6 +162,25 @@ func TestListedVersionIsHeadVersion(t *testing.T) {
 		body.Close()
 		if v != head {
 			t.Errorf("%s: GET version %q, HEAD %q", name, v, head)
+		}
+	}
+	// Many objects' versions by listing (store.VersionLister), names with
+	// characters a listing escapes among them: those of a HEAD.
+	var names []string
+	for i := range store.MinListedVersions + 2 {
+		key := fmt.Sprintf("d/m/%c &<+=%03d.bin", 'a'+i%3, i)
+		if err := srv.PutObject(ctx, "bkt", key, []byte(key)); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, "bkt/"+key)
+	}
+	versions, sent := st.(store.VersionLister).ListVersions(ctx, append(names, "bkt/d/m/absent"), 4)
+	if sent == 0 || len(versions) != len(names) {
+		t.Fatalf("ListVersions: %d versions of %d objects, %d pages", len(versions), len(names), sent)
+	}
+	for _, name := range names {
+		if v := versionOf(t, st, name); versions[name] != v {
+			t.Errorf("%s: listed version %q, HEAD %q", name, versions[name], v)
 		}
 	}
 	if err := srv.PutObject(ctx, "bkt", "d/whole.bin", []byte("other object")); err != nil { // same size
