@@ -215,20 +215,18 @@ func (p *Plan) objectKey(st store.Store, name string) string {
 
 // checkVersionsAhead checks, at the scan's start, the versions of its
 // objects that carry no catalog version (nor, in the scan after bind, a
-// listed one) and that the cache filled before. The first objects, as
-// many as their scheduler has slots, are asked at once, one request for
-// the headers each, so that the first chunks wait for one round trip.
-// The others are collected and, where a store can tell many objects'
-// versions by listing them (store.VersionLister: dozens of objects of
-// one bucket, a listing page each thousand), are listed; those the
-// listings do not show get a request each too. The requests go on the
-// objects' schedulers with the others' GETs, in catalog order (the
+// listed one) and that the cache filled before (those bind read are
+// checked already). Where a store can tell many objects' versions by
+// listing them (store.VersionLister: dozens of objects of one bucket, a
+// listing page each thousand), they are listed; the others, and those
+// the listings do not show, get one request for the headers each, on
+// the objects' schedulers with the others' GETs, in catalog order (the
 // priority of the object's first chunk). A chunk waits for its object's
 // check only if it comes before the check is done, so that the checks
-// cost a few round trips, or objects ÷ slots without a listing, however
-// few chunks the budget lets run at once. Each request is a batch of its
-// own: one object that fails its check (gone, refused) must not cancel
-// the others'.
+// cost a round trip or two with a listing, objects ÷ slots without,
+// however few chunks the budget lets run at once. Each request is a
+// batch of its own: one object that fails its check (gone, refused)
+// must not cancel the others'.
 func (s *Scan) checkVersionsAhead() {
 	cu := s.cache
 	if cu == nil {
@@ -238,7 +236,7 @@ func (s *Scan) checkVersionsAhead() {
 	go func() {
 		defer s.wg.Done()
 		defer s.guard()
-		var queued, later []*objectCheck
+		var checks []*objectCheck
 		seen := map[string]bool{}
 		// The scan's max_parallel_io on h's scheduler.
 		slots := func(h *iosched.Hold) int {
@@ -272,19 +270,13 @@ func (s *Scan) checkVersionsAhead() {
 				h.Release()
 				continue
 			}
-			q := &objectCheck{vc: vc, h: h, prio: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, slots: slots(h)}
-			if len(queued) < q.slots {
-				q.head(cu)
-				queued = append(queued, q)
-			} else {
-				later = append(later, q)
-			}
+			checks = append(checks, &objectCheck{vc: vc, h: h, prio: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, slots: slots(h)})
 		}
-		for _, q := range cu.listVersions(later) {
-			q.head(cu)
-			queued = append(queued, q)
+		unlisted := cu.listVersions(checks)
+		for _, q := range unlisted {
+			q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
 		}
-		for _, q := range queued {
+		for _, q := range unlisted {
 			cu.finish(q.vc, q.b)
 			q.h.Release()
 		}
@@ -299,11 +291,6 @@ type objectCheck struct {
 	// slots is the scan's max_parallel_io on the object's scheduler.
 	slots int
 	b     *iosched.Batch // the request for its headers, if one is sent
-}
-
-// head sends q's request for the object's headers.
-func (q *objectCheck) head(cu *cacheUse) {
-	q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
 }
 
 // listVersions ends the checks of checks whose objects a listing of
