@@ -176,6 +176,22 @@ func TestCacheGlobListedVersions(t *testing.T) {
 	cfg := Config{Process: testProcess(t), Source: "s3://bkt/chunks/**/*.arrow", Store: srv.options(), CacheDir: t.TempDir()}
 	objects := int64(len(chunkRows(t, dir, "", "")))
 
+	// The listed versions are kept for a cache alone.
+	for _, cacheDir := range []string{"", cfg.CacheDir} {
+		c := cfg
+		c.CacheDir = cacheDir
+		plan, err := Bind(t.Context(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range plan.Chunks.All() {
+			if (ch.Listed == "") != (cacheDir == "") {
+				t.Fatalf("cache_dir %q: chunk %s listed version %q", cacheDir, ch.URL, ch.Listed)
+			}
+		}
+	}
+	srv.reset()
+
 	scanAll(t, cfg, want)
 	if srv.heads.Load() != 0 || srv.gets.Load() < objects {
 		t.Fatalf("cold glob scan: %d GETs, %d HEADs", srv.gets.Load(), srv.heads.Load())
