@@ -197,6 +197,45 @@ func (cu *cacheUse) version(object string, sched *iosched.Scheduler, st store.St
 	return cu.wait(vc)
 }
 
+// givenVersion is the version chunk c's ranges are looked up by that
+// needs no request: the catalog's, else, in bind's and the first scan's
+// use, the one bind's listing gave (as good as a check, made moments
+// before; a range fetched is stored under its GET's version all the same,
+// so that an object written since the listing leaves nothing under the
+// listed version); "" when the store is to be asked.
+func (cu *cacheUse) givenVersion(c *Chunk) string {
+	if v := catalogVersion(c); v != "" {
+		return v
+	}
+	if cu.listed {
+		return c.Listed
+	}
+	return ""
+}
+
+// lookupVersion is the version chunk c's ranges of object (name of st)
+// are looked up by: givenVersion, else the scan's one check of the
+// object, waited for (made ahead, learned from a GET, or asked now on
+// sched at priority prio), made only of an object the cache knows. ""
+// means none: an object the cache does not know, or a check that failed
+// or gave no version (the ranges are fetched, and the GET reports what is
+// wrong with the object, if anything).
+func (cu *cacheUse) lookupVersion(c *Chunk, object string, sched *iosched.Scheduler, st store.Store, name string, prio iosched.Priority) string {
+	if v := cu.givenVersion(c); v != "" {
+		return v
+	}
+	if vc := cu.asked(object); vc != nil {
+		v, _ := cu.wait(vc)
+		return v
+	}
+	if !cu.c.Known(object) {
+		cu.learned(object, "") // its other reads need not ask the notes again
+		return ""
+	}
+	v, _ := cu.version(object, sched, st, name, prio)
+	return v
+}
+
 // catalogVersion is the version chunk c's ranges are cached under when
 // its catalog row vouches for one (Chunk.Version), else "".
 func catalogVersion(c *Chunk) string {
@@ -246,7 +285,7 @@ func (s *Scan) checkVersionsAhead() {
 			return h.Scheduler.Parallelism()
 		}
 		for _, c := range s.plan.Chunks.All() {
-			if c.Version != "" || (cu.listed && c.Listed != "") || seen[c.URL] || s.ctx.Err() != nil {
+			if cu.givenVersion(&c) != "" || seen[c.URL] || s.ctx.Err() != nil {
 				continue
 			}
 			seen[c.URL] = true
@@ -391,23 +430,7 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 		for i := range miss {
 			miss[i] = i
 		}
-		version := catalogVersion(c)
-		if version == "" && cu.listed {
-			// As good as a check, made moments before. A range fetched is
-			// stored under its GET's version all the same (below): an
-			// object written since the listing leaves nothing under the
-			// listed version.
-			version = c.Listed
-		}
-		if version == "" {
-			if vc := cu.asked(object); vc != nil {
-				version, _ = cu.wait(vc) // checked ahead, or learned from a GET
-			} else if cu.c.Known(object) {
-				// An error or no version: the ranges are fetched, and the
-				// GET reports what is wrong with the object, if anything.
-				version, _ = cu.version(object, sched, st, name, reqs[0].Priority)
-			}
-		}
+		version := cu.lookupVersion(c, object, sched, st, name, reqs[0].Priority)
 		if version != "" {
 			miss = p.readCached(cu, object, version, reqs, out, prepare)
 		} else {

@@ -201,6 +201,16 @@ func TestCacheGlobListedVersions(t *testing.T) {
 	if g, h := srv.gets.Load(), srv.heads.Load(); g != 0 || h != 0 || st.CacheHits != objects {
 		t.Fatalf("warm glob scan: %d GETs, %d HEADs, %d hits; want no request but the listing, %d hits", g, h, st.CacheHits, objects)
 	}
+	// A scan of one column asks how the cache holds each chunk (whole or
+	// in ranges) by the same listed version.
+	pc := cfg
+	pc.projectModel, pc.PruneAfterBind = 1, true // projected, and no chunk read at bind
+	s := startScan(t, pc, []int{0})
+	drain(t, s, 2, 0)
+	s.Close()
+	if g, h := srv.gets.Load(), srv.heads.Load(); g != 0 || h != 0 || s.Stats().CacheHits != objects {
+		t.Fatalf("warm glob scan of one column: %d GETs, %d HEADs, %d hits", g, h, s.Stats().CacheHits)
+	}
 
 	// A later scan of one plan does not trust the listing made at bind.
 	plan, err := Bind(t.Context(), cfg)
