@@ -284,6 +284,32 @@ func (s *Scan) checkVersionsAhead() {
 			}
 			return h.Scheduler.Parallelism()
 		}
+		// The checks go out in batches as the catalog is read, at most
+		// max_parallel_io batches at once: the first chunks need not wait
+		// for the whole of a catalog of a million objects.
+		var batches sync.WaitGroup
+		var sem chan struct{}
+		send := func(checks []*objectCheck) {
+			if len(checks) == 0 {
+				return
+			}
+			if sem == nil {
+				sem = make(chan struct{}, checks[0].slots)
+			}
+			sem <- struct{}{}
+			batches.Go(func() {
+				defer func() { <-sem }()
+				defer s.guard()
+				unlisted := cu.listVersions(checks)
+				for _, q := range unlisted {
+					q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
+				}
+				for _, q := range unlisted {
+					cu.finish(q.vc, q.b)
+					q.h.Release()
+				}
+			})
+		}
 		for _, c := range s.plan.Chunks.All() {
 			if cu.givenVersion(&c) != "" || seen[c.URL] || s.ctx.Err() != nil {
 				continue
@@ -310,17 +336,19 @@ func (s *Scan) checkVersionsAhead() {
 				continue
 			}
 			checks = append(checks, &objectCheck{vc: vc, h: h, prio: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, slots: slots(h)})
+			if len(checks) == checkBatch {
+				send(checks)
+				checks = nil
+			}
 		}
-		unlisted := cu.listVersions(checks)
-		for _, q := range unlisted {
-			q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
-		}
-		for _, q := range unlisted {
-			cu.finish(q.vc, q.b)
-			q.h.Release()
-		}
+		send(checks)
+		batches.Wait()
 	}()
 }
+
+// checkBatch is how many objects' checks checkVersionsAhead sends at a
+// time: a listing page's keys.
+const checkBatch = 1000
 
 // objectCheck is one object's version check of checkVersionsAhead.
 type objectCheck struct {
