@@ -7,15 +7,20 @@ package scanner
 // slot), and fetches the others from the store and stores them.
 //
 // The version the ranges are looked up by is the catalog's (Chunk.Version,
-// vouched for by the catalog: no request to the store at all), else the
-// store's answer to one request for the object's headers per scan
-// (store.Versioner), asked only of objects the cache has stored ranges of.
+// vouched for by the catalog: no request to the store at all), else, in
+// the scan that follows bind, the one the listing of a glob or prefix
+// gave at bind (Chunk.Listed: no request either), else the store's answer
+// to one check per scan, asked only of objects the cache has stored
+// ranges of: a request for the object's headers (store.Versioner), or,
+// for many objects of one bucket, the listing of their prefix
+// (store.VersionLister; see checkVersionsAhead).
 // An object overwritten between two scans thus has a new version in the
 // second, whose ranges are not in the cache. Fetched ranges are stored
 // under the version their own answers carried (recordingStore). A store
 // that gives no version, and local files, are not cached.
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"path/filepath"
@@ -98,6 +103,10 @@ type cacheUse struct {
 	// versions are the objects' version checks, each made once; the
 	// first scan shares bind's, whose prefetches may still run.
 	versions *versionSet
+	// listed: the versions bind's listing gave (Chunk.Listed) stand for
+	// checks. Bind's use and the first scan's only: a later scan of the
+	// plan may come any time after the listing, and checks anew.
+	listed bool
 
 	// hits counts the ranges served from the cache and their bytes;
 	// bind's and the first scan's share it, and fills.
@@ -188,6 +197,45 @@ func (cu *cacheUse) version(object string, sched *iosched.Scheduler, st store.St
 	return cu.wait(vc)
 }
 
+// givenVersion is the version chunk c's ranges are looked up by that
+// needs no request: the catalog's, else, in bind's and the first scan's
+// use, the one bind's listing gave (as good as a check, made moments
+// before; a range fetched is stored under its GET's version all the same,
+// so that an object written since the listing leaves nothing under the
+// listed version); "" when the store is to be asked.
+func (cu *cacheUse) givenVersion(c *Chunk) string {
+	if v := catalogVersion(c); v != "" {
+		return v
+	}
+	if cu.listed {
+		return c.Listed
+	}
+	return ""
+}
+
+// lookupVersion is the version chunk c's ranges of object (name of st)
+// are looked up by: givenVersion, else the scan's one check of the
+// object, waited for (made ahead, learned from a GET, or asked now on
+// sched at priority prio), made only of an object the cache knows. ""
+// means none: an object the cache does not know, or a check that failed
+// or gave no version (the ranges are fetched, and the GET reports what is
+// wrong with the object, if anything).
+func (cu *cacheUse) lookupVersion(c *Chunk, object string, sched *iosched.Scheduler, st store.Store, name string, prio iosched.Priority) string {
+	if v := cu.givenVersion(c); v != "" {
+		return v
+	}
+	if vc := cu.asked(object); vc != nil {
+		v, _ := cu.wait(vc)
+		return v
+	}
+	if !cu.c.Known(object) {
+		cu.learned(object, "") // its other reads need not ask the notes again
+		return ""
+	}
+	v, _ := cu.version(object, sched, st, name, prio)
+	return v
+}
+
 // catalogVersion is the version chunk c's ranges are cached under when
 // its catalog row vouches for one (Chunk.Version), else "".
 func catalogVersion(c *Chunk) string {
@@ -204,15 +252,20 @@ func (p *Plan) objectKey(st store.Store, name string) string {
 	return p.cfg.Store.S3Endpoint + "\x00" + st.URL(name)
 }
 
-// checkVersionsAhead queues, at the scan's start, the version checks of
-// its objects that carry no catalog version and that the cache filled
-// before: one request each, on the objects' schedulers with the others'
-// GETs, in catalog order (the priority of the object's first chunk). A
-// chunk waits for its object's check only if it comes before the check is
-// done, so that the checks cost about objects ÷ slots round trips,
-// however few chunks the budget lets run at once. Each check is a batch
-// of its own: one object that fails its check (gone, refused) must not
-// cancel the others'.
+// checkVersionsAhead checks, at the scan's start, the versions of its
+// objects that carry no catalog version (nor, in the scan after bind, a
+// listed one) and that the cache filled before (those bind read are
+// checked already). Where a store can tell many objects' versions by
+// listing them (store.VersionLister: dozens of objects of one bucket, a
+// listing page each thousand), they are listed; the others, and those
+// the listings do not show, get one request for the headers each, on
+// the objects' schedulers with the others' GETs, in catalog order (the
+// priority of the object's first chunk). A chunk waits for its object's
+// check only if it comes before the check is done, so that the checks
+// cost a round trip or two with a listing, objects ÷ slots without,
+// however few chunks the budget lets run at once. Each request is a
+// batch of its own: one object that fails its check (gone, refused)
+// must not cancel the others'.
 func (s *Scan) checkVersionsAhead() {
 	cu := s.cache
 	if cu == nil {
@@ -222,15 +275,43 @@ func (s *Scan) checkVersionsAhead() {
 	go func() {
 		defer s.wg.Done()
 		defer s.guard()
-		type pending struct {
-			vc *versionCheck
-			b  *iosched.Batch
-			h  *iosched.Hold
-		}
-		var queued []pending
+		var checks []*objectCheck
 		seen := map[string]bool{}
+		// The scan's max_parallel_io on h's scheduler.
+		slots := func(h *iosched.Hold) int {
+			if n := s.plan.cfg.MaxParallelIO; n > 0 {
+				return n
+			}
+			return h.Scheduler.Parallelism()
+		}
+		// The checks go out in batches as the catalog is read, at most
+		// max_parallel_io batches at once: the first chunks need not wait
+		// for the whole of a catalog of a million objects.
+		var batches sync.WaitGroup
+		var sem chan struct{}
+		send := func(checks []*objectCheck) {
+			if len(checks) == 0 {
+				return
+			}
+			if sem == nil {
+				sem = make(chan struct{}, checks[0].slots)
+			}
+			sem <- struct{}{}
+			batches.Go(func() {
+				defer func() { <-sem }()
+				defer s.guard()
+				unlisted := cu.listVersions(checks)
+				for _, q := range unlisted {
+					q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
+				}
+				for _, q := range unlisted {
+					cu.finish(q.vc, q.b)
+					q.h.Release()
+				}
+			})
+		}
 		for _, c := range s.plan.Chunks.All() {
-			if c.Version != "" || seen[c.URL] || s.ctx.Err() != nil {
+			if cu.givenVersion(&c) != "" || seen[c.URL] || s.ctx.Err() != nil {
 				continue
 			}
 			seen[c.URL] = true
@@ -239,11 +320,13 @@ func (s *Scan) checkVersionsAhead() {
 				continue // the chunk's own read reports it
 			}
 			object := s.plan.objectKey(h.Store, h.Name)
-			if _, ok := h.Store.(store.Versioner); !ok {
-				h.Release()
+			if _, ok := h.Store.(store.Versioner); !ok || cu.asked(object) != nil {
+				h.Release() // not cached, or checked, learned or being checked
 				continue
 			}
 			if !cu.c.Known(object) {
+				// Never cached: its reads need not ask the cache's notes again.
+				cu.learned(object, "")
 				h.Release()
 				continue
 			}
@@ -252,14 +335,72 @@ func (s *Scan) checkVersionsAhead() {
 				h.Release()
 				continue
 			}
-			prio := iosched.Priority{Query: s.id, Seq: int64(c.Row)}
-			queued = append(queued, pending{vc, h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(h.Store, h.Name, prio, vc)}), h})
+			checks = append(checks, &objectCheck{vc: vc, h: h, prio: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, slots: slots(h)})
+			if len(checks) == checkBatch {
+				send(checks)
+				checks = nil
+			}
 		}
-		for _, q := range queued {
-			cu.finish(q.vc, q.b)
-			q.h.Release()
-		}
+		send(checks)
+		batches.Wait()
 	}()
+}
+
+// checkBatch is how many objects' checks checkVersionsAhead sends at a
+// time: a listing page's keys.
+const checkBatch = 1000
+
+// objectCheck is one object's version check of checkVersionsAhead.
+type objectCheck struct {
+	vc   *versionCheck
+	h    *iosched.Hold // released once the check is done
+	prio iosched.Priority
+	// slots is the scan's max_parallel_io on the object's scheduler.
+	slots int
+	b     *iosched.Batch // the request for its headers, if one is sent
+}
+
+// listVersions ends the checks of checks whose objects a listing of
+// their store shows (store.VersionLister), and returns the others, in
+// their order. The stores' listings run at once.
+func (cu *cacheUse) listVersions(checks []*objectCheck) []*objectCheck {
+	byStore := map[store.VersionLister][]*objectCheck{}
+	var rest []*objectCheck
+	for _, q := range checks {
+		if vl, ok := q.h.Store.(store.VersionLister); ok {
+			byStore[vl] = append(byStore[vl], q)
+		} else {
+			rest = append(rest, q)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for vl, qs := range byStore {
+		wg.Go(func() {
+			names := make([]string, len(qs))
+			for i, q := range qs {
+				names[i] = q.h.Name
+			}
+			versions, sent := vl.ListVersions(cu.ctx, names, qs[0].slots)
+			cu.c.Validated(int64(sent))
+			var unlisted []*objectCheck
+			for _, q := range qs {
+				if v, ok := versions[q.h.Name]; ok {
+					q.vc.version = v
+					close(q.vc.done)
+					q.h.Release()
+				} else {
+					unlisted = append(unlisted, q)
+				}
+			}
+			mu.Lock()
+			rest = append(rest, unlisted...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(rest, func(a, b *objectCheck) int { return cmp.Compare(a.prio.Seq, b.prio.Seq) })
+	return rest
 }
 
 // learned notes version as object's for the rest of the scan, from the
@@ -286,10 +427,11 @@ type runFunc = func(*iosched.Scheduler, []iosched.Request) ([][]byte, error)
 // mapping of the entry where the chunk may be read from one, as a local
 // file is.
 //
-// The version the ranges are looked up by is the catalog's, else the one
-// the store gives now (one request for the headers per object and scan),
-// asked only of objects the cache has filled before (cache.Known): a
-// scan of objects it never saw pays no check. Fetched ranges are stored
+// The version the ranges are looked up by is the catalog's, else the
+// listed one in the scan after bind, else the one the store gives now
+// (one check per object and scan, see checkVersionsAhead), asked only of
+// objects the cache has filled before (cache.Known): a scan of objects it
+// never saw pays no check. Fetched ranges are stored
 // under the version their own answers gave (store.RangeVersioner), never
 // one asked before, so that an object overwritten between the check and
 // the GET cannot leave the new bytes under the old version.
@@ -316,16 +458,7 @@ func (p *Plan) viaCache(cu *cacheUse, c *Chunk, prepare func(*iosched.Request), 
 		for i := range miss {
 			miss[i] = i
 		}
-		version := catalogVersion(c)
-		if version == "" {
-			if vc := cu.asked(object); vc != nil {
-				version, _ = cu.wait(vc) // checked ahead, or learned from a GET
-			} else if cu.c.Known(object) {
-				// An error or no version: the ranges are fetched, and the
-				// GET reports what is wrong with the object, if anything.
-				version, _ = cu.version(object, sched, st, name, reqs[0].Priority)
-			}
-		}
+		version := cu.lookupVersion(c, object, sched, st, name, reqs[0].Priority)
 		if version != "" {
 			miss = p.readCached(cu, object, version, reqs, out, prepare)
 		} else {
@@ -525,6 +658,7 @@ func (p *Plan) useCache(ctx context.Context, query uint64) (*cacheUse, func()) {
 		// Bind's prefetches may still be reading: they count into the
 		// same hits.
 		cu.versions = bound.versions
+		cu.listed = bound.listed
 		cu.hits = bound.hits
 		cu.fills = bound.fills
 	}

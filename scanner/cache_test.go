@@ -129,16 +129,28 @@ func scanAll(t *testing.T, cfg Config, want []datagen.SegmentStats) Stats {
 	return scan.Stats()
 }
 
+// rewriteDataset overwrites writeDataset's dataset in dir, every chunk
+// with other values, and returns its stats; the test fails if they give
+// the old answer, want.
+func rewriteDataset(t *testing.T, dir string, want []datagen.SegmentStats) []datagen.SegmentStats {
+	t.Helper()
+	spec := datasetSpec
+	spec.Seed++
+	want2, err := datagen.Write(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want2[0].SumX == want[0].SumX {
+		t.Fatal("the rewritten data has the old answer: the test proves nothing")
+	}
+	return want2
+}
+
 // TestCacheWarmScan: a second scan reads every chunk from the cache, after
 // one version check per object and no GET; an object overwritten between
 // two scans is read anew and gives the new answer.
 func TestCacheWarmScan(t *testing.T) {
-	dir := t.TempDir()
-	spec := datagen.Spec{Segments: 3, ChunksPerSegment: 2, RowsPerChunk: 700, BatchesPerChunk: 2, Seed: 7}
-	want, err := datagen.Write(dir, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, want := writeDataset(t)
 	srv := serveCounting(t, dir)
 	p := testProcess(t)
 	cfg := Config{Process: p, Rows: chunkRows(t, dir, srv.URL, ""), CacheDir: t.TempDir()}
@@ -157,14 +169,7 @@ func TestCacheWarmScan(t *testing.T) {
 		t.Fatalf("warm scan stats: %d cache hits, %d GETs", st.CacheHits, st.GETs)
 	}
 
-	spec.Seed = 8 // every chunk overwritten with other values
-	want2, err := datagen.Write(dir, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want2[0].SumX == want[0].SumX {
-		t.Fatal("the rewritten data has the old answer: the test proves nothing")
-	}
+	want2 := rewriteDataset(t, dir, want)
 	srv.reset(t)
 	scanAll(t, cfg, want2)
 	if srv.gets.Load() == 0 {

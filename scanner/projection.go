@@ -144,9 +144,8 @@ func (s *Scan) chunkProjects(c *Chunk) bool {
 // changes from scan to scan, and a process that has not yet heard the
 // store (a new CLI over the same cache_dir) has no model at all: a scan
 // that chose the other way than the one that filled the cache would fetch
-// the chunk again. The version is the catalog's, or the answer to the
-// scan's one check of an object the cache knows (waited for, as the
-// chunk's read would); an object it does not know is not looked up.
+// the chunk again. The version is the one the chunk's read looks its
+// ranges up by (lookupVersion, waited for as the read would).
 func (s *Scan) cachedLayout(c *Chunk, size int64) (whole, known bool) {
 	cu := s.cache
 	if cu == nil {
@@ -161,12 +160,9 @@ func (s *Scan) cachedLayout(c *Chunk, size int64) (whole, known bool) {
 		return false, false // not cached (viaCache)
 	}
 	object := s.plan.objectKey(h.Store, h.Name)
-	version := catalogVersion(c)
-	if version == "" && cu.c.Known(object) {
-		// Checked once a scan (ahead, checkVersionsAhead, or here): the
-		// chunk's read waits for the same answer.
-		version, _ = cu.version(object, h.Scheduler, h.Store, h.Name, iosched.Priority{Query: s.id, Seq: int64(c.Row)})
-	}
+	// Checked once a scan (ahead, or here): the chunk's read waits for
+	// the same answer.
+	version := cu.lookupVersion(c, object, h.Scheduler, h.Store, h.Name, iosched.Priority{Query: s.id, Seq: int64(c.Row)})
 	if version == "" {
 		return false, false
 	}

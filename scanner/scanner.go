@@ -125,7 +125,9 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		if p.cache, err = cfg.Process.caches.open(cfg.CacheDir, cfg.CacheSize); err != nil {
 			return nil, fmt.Errorf("remote_segments: cache_dir: %w", err)
 		}
-		p.cacheUses = map[uint64]*cacheUse{p.id: newCacheUse(ctx, p.cache)}
+		bound := newCacheUse(ctx, p.cache)
+		bound.listed = true // the listing, if any, was made just now
+		p.cacheUses = map[uint64]*cacheUse{p.id: bound}
 	}
 	ahead := !cfg.PruneAfterBind && fetchesAhead(&cfg, chunks)
 	if n := head.WireLength(); ahead && n > 0 && n <= bindWholeMax {

@@ -48,11 +48,13 @@ func startScan(t *testing.T, cfg Config, fields []int) *Scan {
 	return scan
 }
 
+// datasetSpec is writeDataset's dataset.
+var datasetSpec = datagen.Spec{Segments: 3, ChunksPerSegment: 2, RowsPerChunk: 700, BatchesPerChunk: 2, Seed: 7}
+
 func writeDataset(t *testing.T) (string, []datagen.SegmentStats) {
 	t.Helper()
 	dir := t.TempDir()
-	spec := datagen.Spec{Segments: 3, ChunksPerSegment: 2, RowsPerChunk: 700, BatchesPerChunk: 2, Seed: 7}
-	stats, err := datagen.Write(dir, spec)
+	stats, err := datagen.Write(dir, datasetSpec)
 	if err != nil {
 		t.Fatal(err)
 	}

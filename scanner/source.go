@@ -39,6 +39,7 @@ func resolveSource(ctx context.Context, cfg *Config) (*Chunks, error) {
 	if cfg.Process == nil {
 		return nil, ErrNoProcess
 	}
-	src := catalog.Source{Path: cfg.Source, Rows: cfg.Rows, URLs: cfg.URLs, Keep: cfg.Keep, Parallelism: cfg.MaxParallelIO}
+	src := catalog.Source{Path: cfg.Source, Rows: cfg.Rows, URLs: cfg.URLs, Keep: cfg.Keep, Parallelism: cfg.MaxParallelIO,
+		Listed: cfg.CacheDir != ""}
 	return catalog.Resolve(ctx, src, func(rawURL string) (*iosched.Hold, error) { return openObject(rawURL, cfg) })
 }

@@ -25,19 +25,24 @@ type folderLister interface {
 // folders, a name that has a '/' after prefix comes back once as its
 // folder, the name up to and including that '/', instead of as objects;
 // then startAfter drops objects only, and is not sent to the server:
-// whether a server names a folder that straddles it differs. With onePage,
-// only the first page is asked for.
+// whether a server names a folder that straddles it differs. With pages
+// > 0, at most that many pages are asked for. With keep, only the objects
+// it returns true for are kept.
 type keyQuery struct {
 	prefix, startAfter, end string
-	folders, onePage        bool
+	folders                 bool
+	pages                   int
+	keep                    func(name string) bool
 }
 
-// keyList is what one listing found. more reports that a onePage listing
-// stopped before its end.
+// keyList is what one listing found. more reports that a listing of
+// keyQuery.pages stopped before its end; pages counts the pages it asked
+// for.
 type keyList struct {
 	objs    []ObjectInfo
 	folders []string
 	more    bool
+	pages   int
 }
 
 // maxFolderLevels is how many levels below the listing's prefix may be
@@ -86,7 +91,7 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var err error
-		first, err = fl.listKeys(gctx, keyQuery{prefix: prefix, onePage: true}, &listBound{})
+		first, err = fl.listKeys(gctx, keyQuery{prefix: prefix, pages: 1}, &listBound{})
 		return err
 	})
 	g.Go(func() error {

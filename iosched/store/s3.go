@@ -380,11 +380,12 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 		if err != nil {
 			return keyList{}, err
 		}
+		l.pages++
 		kept, past := 0, false
 		for _, o := range page.objects {
 			name := bucket + "/" + o.Name
-			if name > q.startAfter && before(name) {
-				l.objs = append(l.objs, ObjectInfo{Name: name, Size: o.Size})
+			if name > q.startAfter && before(name) && (q.keep == nil || q.keep(name)) {
+				l.objs = append(l.objs, ObjectInfo{Name: name, Size: o.Size, Version: o.Version})
 				kept++
 			}
 			past = past || (q.end != "" && name >= q.end)
@@ -404,7 +405,7 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 		if past {
 			break // the rest of the listing lies past the range
 		}
-		if q.onePage {
+		if l.pages == q.pages {
 			l.more = page.truncated
 			break
 		}

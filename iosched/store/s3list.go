@@ -167,7 +167,7 @@ func leaf(stack []string) string {
 		}
 	case 3:
 		switch stack[1] + "/" + stack[2] {
-		case "Contents/Key", "Contents/Size", "CommonPrefixes/Prefix":
+		case "Contents/Key", "Contents/Size", "Contents/ETag", "CommonPrefixes/Prefix":
 			return stack[1] + "/" + stack[2]
 		}
 	}
@@ -179,6 +179,7 @@ func leaf(stack []string) string {
 type openEntry struct {
 	key      string
 	size     int64 // -1 until its Size
+	etag     string
 	haveKey  bool
 	prefixes int // len(s3Page.prefixes) when the CommonPrefixes began
 }
@@ -210,6 +211,8 @@ func closeElement(p *s3Page, e *openEntry, stack []string, text []byte, kept boo
 				return fmt.Errorf("an object size %q", printable(string(text), 32))
 			}
 			e.size = n
+		case "Contents/ETag":
+			e.etag = strings.TrimSpace(string(text))
 		case "CommonPrefixes/Prefix":
 			if !utf8.Valid(text) {
 				return errors.New("a prefix that is not UTF-8")
@@ -224,7 +227,7 @@ func closeElement(p *s3Page, e *openEntry, stack []string, text []byte, kept boo
 		if !e.haveKey || e.size < 0 {
 			return errors.New("an object without its Key or Size")
 		}
-		p.objects = append(p.objects, ObjectInfo{Name: e.key, Size: e.size})
+		p.objects = append(p.objects, ObjectInfo{Name: e.key, Size: e.size, Version: listedVersion(e.etag)})
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ type xmlPage struct {
 	Contents              []struct {
 		Key  string
 		Size int64
+		ETag string
 	}
 	CommonPrefixes []struct{ Prefix string }
 }
@@ -30,7 +31,7 @@ func referencePage(doc []byte) (s3Page, error) {
 	}
 	p := s3Page{truncated: x.IsTruncated, next: x.NextContinuationToken}
 	for _, c := range x.Contents {
-		p.objects = append(p.objects, ObjectInfo{Name: c.Key, Size: c.Size})
+		p.objects = append(p.objects, ObjectInfo{Name: c.Key, Size: c.Size, Version: listedVersion(strings.TrimSpace(c.ETag))})
 	}
 	for _, c := range x.CommonPrefixes {
 		p.prefixes = append(p.prefixes, c.Prefix)

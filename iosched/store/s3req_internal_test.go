@@ -249,7 +249,7 @@ func TestS3ListRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []ObjectInfo{{"data/ds/a b", 5}, {"data/ds/c", 6}}; !reflect.DeepEqual(objs, want) {
+		if want := []ObjectInfo{{Name: "data/ds/a b", Size: 5}, {Name: "data/ds/c", Size: 6}}; !reflect.DeepEqual(objs, want) {
 			t.Fatalf("%s: %v, want %v", c.style, objs, want)
 		}
 		mu.Lock()

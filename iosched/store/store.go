@@ -49,6 +49,9 @@ type Store interface {
 type ObjectInfo struct {
 	Name string // name within the store, usable with GetRange
 	Size int64  // bytes
+	// Version is the object's version in the form Versioner.Version
+	// gives it, where the listing told it (S3's ETag); "" where it did not.
+	Version string
 }
 
 // Sentinel errors, wrapped by *RequestError; test them with errors.Is.
@@ -483,6 +486,11 @@ func objectVersion(etag, lastModified string, size int64) string {
 	}
 	return ""
 }
+
+// listedVersion is the Version of an object from the entity tag a listing
+// gave for it: the tag alone, as objectVersion makes it, since a listing's
+// modification time is written in another form than a HEAD's header.
+func listedVersion(etag string) string { return objectVersion(etag, "", -1) }
 
 // LenHint is implemented by the body of a read to the end of an object
 // (length < 0) when the store's answer gave its length (Content-Length): a

@@ -17,7 +17,12 @@ type Chunk struct {
 	// cache serves a chunk that has one from entries of that version
 	// without asking the store; "" means the catalog gives none.
 	Version string
-	Row     int // position in the catalog, for errors and ordering
+	// Listed is the object's version as the listing that found it gave
+	// it (a glob or prefix over S3: the ETag, in the form of
+	// store.Versioner), "" when none did: what the store said moments
+	// before the scan, not a key the catalog vouches for.
+	Listed string
+	Row    int // position in the catalog, for errors and ordering
 	// Bounds are the catalog's statistics of the chunk's columns (its
 	// min_<col> and max_<col> fields); nil when the row has none.
 	Bounds *Bounds

@@ -25,7 +25,10 @@ type List struct {
 	decoded intColumn
 	// extras holds what few catalogs give (a version, bounds), by chunk:
 	// nil until a row gives one, then nil for a chunk without.
-	extras   []*extra
+	extras []*extra
+	// listed is where each chunk's Listed version is in text: nil until
+	// a listing gives one, then the zero textRef for a chunk without.
+	listed   []textRef
 	text     []byte   // the chunks' URL tails and chunk ids
 	prefixes []string // URLs up to and including the last '/' of their path
 	segments []string // segment ids, each once
@@ -50,6 +53,18 @@ func (l *List) setExtra(i int, x *extra, capacity int) {
 		l.extras = make([]*extra, i, max(i+1, capacity))
 	}
 	l.extras = append(l.extras[:i], x)
+}
+
+// setListed gives chunk i (the last, or one past it) the listed version
+// at r; capacity is the chunks expected in all, for the first allocation.
+func (l *List) setListed(i int, r textRef, capacity int) {
+	if l.listed == nil {
+		if r.n == 0 {
+			return
+		}
+		l.listed = make([]textRef, i, max(i+1, capacity))
+	}
+	l.listed = append(l.listed[:i], r)
 }
 
 // ref is what a chunk of a List has of its own besides its numbers.
@@ -138,6 +153,11 @@ func (l *List) At(i int) Chunk {
 		c.ChunkID = chunkIDOf(c.URL)
 	} else {
 		c.ChunkID = string(l.text[e.id : e.id+uint32(e.idLen)])
+	}
+	if l.listed != nil {
+		if r := l.listed[i]; r.n > 0 {
+			c.Listed = string(l.text[r.at : r.at+uint32(r.n)])
+		}
 	}
 	if l.extras != nil {
 		if x := l.extras[i]; x != nil {
@@ -232,6 +252,12 @@ func (l *List) Select(keep func(c *Chunk) bool) *List {
 	}
 	out.offset, out.length = l.offset.pick(picked), l.length.pick(picked)
 	out.numRows, out.decoded = l.numRows.pick(picked), l.decoded.pick(picked)
+	if l.listed != nil {
+		out.listed = make([]textRef, len(picked))
+		for k, i := range picked {
+			out.listed[k] = l.listed[i]
+		}
+	}
 	if l.extras != nil {
 		out.extras = make([]*extra, len(picked))
 		for k, i := range picked {

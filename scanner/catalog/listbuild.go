@@ -15,6 +15,7 @@ type entry struct {
 	row                              int
 	offset, length, numRows, decoded int64
 	extra                            *extra
+	listed                           textRef // the listed version's text (n 0: none)
 }
 
 // listBuilder makes a List row by row, resolving each row's URL against
@@ -214,6 +215,7 @@ func (b *listBuilder) push(e entry, textLen int) {
 	l.numRows.set(i, e.numRows, b.capacity)
 	l.decoded.set(i, e.decoded, b.capacity)
 	l.setExtra(i, e.extra, b.capacity)
+	l.setListed(i, e.listed, b.capacity)
 	if b.keep == nil && e.row != 0 {
 		return
 	}
@@ -231,6 +233,9 @@ func (b *listBuilder) push(e entry, textLen int) {
 	if len(l.extras) > i {
 		l.extras = l.extras[:i]
 	}
+	if len(l.listed) > i {
+		l.listed = l.listed[:i]
+	}
 	l.text = l.text[:textLen]
 	if r, ok := b.recent[b.lastAdded]; ok && r.at >= uint32(textLen) {
 		delete(b.recent, b.lastAdded) // this row's URL: its text is gone
@@ -247,8 +252,14 @@ func (b *listBuilder) push(e entry, textLen int) {
 	}
 }
 
-// addObject appends a listed object: the whole of it, size bytes.
-func (b *listBuilder) addObject(u string, size int64) error {
+// maxListedVersion bounds the bytes of a listed version kept (an ETag
+// has a few dozen): a longer one is dropped, and the object checked as
+// if the listing gave none.
+const maxListedVersion = 256
+
+// addObject appends a listed object: the whole of it, size bytes, of the
+// version the listing gave ("" none).
+func (b *listBuilder) addObject(u string, size int64, version string) error {
 	row := b.rows
 	if row == b.maxRows {
 		return tooManyChunks(b.name, row+1, b.maxRows)
@@ -263,6 +274,13 @@ func (b *listBuilder) addObject(u string, size int64) error {
 	e.prefix = prefix | flagIDFromURL | flagSized
 	e.tail, e.tailLen = b.urlTail(prefix, tail)
 	e.segment = b.folderSegment(prefix, tail)
+	if version != "" && len(version) <= maxListedVersion {
+		e.listed = textRef{uint32(len(l.text)), uint16(len(version))}
+		l.text = append(l.text, version...)
+	}
+	if len(l.text) > math.MaxUint32 {
+		return fmt.Errorf("%w: the listing's names and versions are more than %d bytes", ErrTooLarge, uint32(math.MaxUint32))
+	}
 	b.push(e, textLen)
 	return nil
 }

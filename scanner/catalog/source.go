@@ -62,6 +62,10 @@ type Source struct {
 	// list holds only those it keeps (a shard's), plus the source's first
 	// chunk aside (List.First). The limits count every row.
 	Keep func(c *Chunk) bool
+	// Listed keeps the versions a glob's or prefix's listing gives
+	// (Chunk.Listed), which a local cache uses; without it they are not
+	// kept (a few dozen bytes an object).
+	Listed bool
 }
 
 func (s *Source) maxBytes() int64 {
@@ -165,7 +169,10 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 	b := newListBuilder("", source, src.Keep, src.maxChunks())
 	b.grow(len(objs))
 	for _, o := range objs {
-		if err := b.addObject(st.URL(o.Name), o.Size); err != nil {
+		if !src.Listed {
+			o.Version = ""
+		}
+		if err := b.addObject(st.URL(o.Name), o.Size, o.Version); err != nil {
 			return nil, err
 		}
 	}

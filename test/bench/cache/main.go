@@ -10,11 +10,14 @@
 //   - the scan without a cache, and the cold scan filling an empty cache;
 //   - the warm scan of a catalog carrying `version` (no request to the
 //     store), against the same chunks as local files;
-//   - the warm scan with the default checks (one HEAD per object), and
-//     those checks alone on a scheduler of 64 slots (what they cost on
+//   - the warm scan with the default checks (LIST pages of the objects'
+//     prefix, a HEAD for each object they do not show), and one HEAD per
+//     object alone on a scheduler of 64 slots (what such checks cost on
 //     this machine, where the goal counts the proxy's latency only);
+//   - the warm scan of the same objects named by a glob, whose listing at
+//     bind gave their versions (no check);
 //
-// counting the proxy's GETs and HEADs and this process's CPU time per scan
+// counting the proxy's GETs, HEADs and LISTs and this process's CPU time per scan
 // (user and system: the store's server is another process; less swayed
 // than wall time by other load on a shared machine), and, with a cache of -hot-mib, a hot
 // set read twice, then a pass over twice the cache's size of other objects,
@@ -22,7 +25,7 @@
 //
 // The goal lines say met or not met; the figures are ratios within the run.
 // -scanprofile P writes a CPU profile of each timed scan to P.<kind>.<n>
-// (kinds: none, cold, coldV, warmV, warmC, local): `go tool pprof` adds
+// (kinds: none, cold, coldV, warmV, warmC, warmG, local): `go tool pprof` adds
 // up the files of one kind, and -diff_base compares two kinds.
 package main
 
@@ -76,7 +79,7 @@ type dataset struct {
 }
 
 // proxyCount counts what reaches the store through the proxy.
-type proxyCount struct{ gets, heads atomic.Int64 }
+type proxyCount struct{ gets, heads, lists atomic.Int64 }
 
 type bench struct {
 	srv   *s3server.Server
@@ -123,6 +126,10 @@ func main() {
 	b.proxy, err = faultproxy.New(srv.Endpoint, faultproxy.Config{Latency: *latency, Rule: func(r *http.Request, _ int64) (faultproxy.Fault, bool) {
 		switch r.Method {
 		case http.MethodGet:
+			if r.URL.Query().Get("list-type") != "" {
+				b.count.lists.Add(1)
+				break
+			}
 			b.count.gets.Add(1)
 		case http.MethodHead:
 			b.count.heads.Add(1)
@@ -202,19 +209,23 @@ func (b *bench) prepare(root, name string, spec datagen.Spec) *dataset {
 	return d
 }
 
+// globVersion, as scan's version, scans by a glob.
+const globVersion = "\x00glob"
+
 // run is one timed scan.
 type run struct {
-	wall, cpu    time.Duration // cpu: this process's, user and system
-	gets, heads  int64
-	hits, chunks int64
+	wall, cpu          time.Duration // cpu: this process's, user and system
+	gets, heads, lists int64
+	hits, chunks       int64
 }
 
 // scan scans objects [lo, hi) of d: from S3 through the proxy (local
 // false) or from the local files, with cacheDir ("" none) and, if version
-// is not "", a catalog version on every row. The proxy is the same for
+// is not "", a catalog version on every row; version globVersion scans
+// all of d's objects by a glob instead of a catalog. The proxy is the same for
 // every scan: the cache keys objects by their endpoint too.
 func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheSize int64, version string) run {
-	gets0, heads0 := b.count.gets.Load(), b.count.heads.Load()
+	gets0, heads0, lists0 := b.count.gets.Load(), b.count.heads.Load(), b.count.lists.Load()
 	rows := make([]scanner.Row, 0, hi-lo)
 	var want int64 = -1
 	if lo == 0 && hi == len(d.keys) {
@@ -225,7 +236,7 @@ func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheS
 		if local {
 			r["url"] = d.local[i]
 		}
-		if version != "" {
+		if version != "" && version != globVersion {
 			r["version"] = version
 		}
 		rows = append(rows, r)
@@ -234,6 +245,9 @@ func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheS
 		Store: store.Options{S3Endpoint: b.proxy.URL, S3AccessKeyID: b.srv.AccessKey, S3SecretAccessKey: b.srv.SecretKey, S3Region: b.srv.Region}}
 	if local {
 		cfg.MaxParallelIO = 0 // the local default
+	}
+	if version == globVersion {
+		cfg.Rows, cfg.Source = nil, "s3://bench/"+d.name+"/chunks/**"
 	}
 	stop := b.profileScan()
 	defer stop()
@@ -259,7 +273,8 @@ func (b *bench) scan(d *dataset, lo, hi int, local bool, cacheDir string, cacheS
 		log.Fatalf("%s: sum(x) %d, want %d", d.name, sumX.Load(), want)
 	}
 	st := s.Stats()
-	return run{wall: wall, cpu: cpu, gets: b.count.gets.Load() - gets0, heads: b.count.heads.Load() - heads0, hits: st.CacheHits, chunks: st.Chunks}
+	return run{wall: wall, cpu: cpu, gets: b.count.gets.Load() - gets0, heads: b.count.heads.Load() - heads0, lists: b.count.lists.Load() - lists0,
+		hits: st.CacheHits, chunks: st.Chunks}
 }
 
 // cpuTime is the CPU time this process has used, user and system: what
@@ -315,7 +330,7 @@ func (b *bench) goal(name string, ok bool, detail string) {
 // checks, local files, interleaved.
 func (b *bench) workload(root string, d *dataset) {
 	n := len(d.keys)
-	var none, cold, coldV, warmV, warmC, local, heads []time.Duration
+	var none, cold, coldV, warmV, warmC, warmG, local, heads []time.Duration
 	cpu := map[string][]time.Duration{}
 	// scan(kind).scan makes a timed scan of that kind: -scanprofile
 	// names its profile so.
@@ -324,7 +339,7 @@ func (b *bench) workload(root string, d *dataset) {
 		cpu[kind] = append(cpu[kind], r.cpu)
 		return r.wall
 	}
-	var lastV, lastC run
+	var lastV, lastC, lastG run
 	warmDir := filepath.Join(root, d.name+"-warm")
 	warmVDir := filepath.Join(root, d.name+"-warmv")
 	// Fill the warm caches once.
@@ -338,6 +353,8 @@ func (b *bench) workload(root string, d *dataset) {
 		warmV = append(warmV, timed("warmV", lastV))
 		lastC = scan("warmC").scan(d, 0, n, false, warmDir, 0, "")
 		warmC = append(warmC, timed("warmC", lastC))
+		lastG = scan("warmG").scan(d, 0, n, false, warmDir, 0, globVersion)
+		warmG = append(warmG, timed("warmG", lastG))
 		none = append(none, timed("none", scan("none").scan(d, 0, n, false, "", 0, "")))
 		heads = append(heads, b.headsAlone(d))
 		// A directory of its own for each cold scan: the process keeps the
@@ -359,17 +376,21 @@ func (b *bench) workload(root string, d *dataset) {
 	diskWrite := b.diskWrite(root, d)
 	mib := float64(d.bytes) / (1 << 20)
 	speed := func(t time.Duration) float64 { return mib / t.Seconds() }
-	mNone, mCold, mColdV, mV, mC, mLocal := median(none), median(cold), median(coldV), median(warmV), median(warmC), median(local)
+	mNone, mCold, mColdV, mV, mC, mG, mLocal := median(none), median(cold), median(coldV), median(warmV), median(warmC), median(warmG), median(local)
 	c := func(kind string) time.Duration { return median(cpu[kind]).Round(time.Millisecond) }
-	fmt.Fprintf(&b.md, "### %s: %d objects, %.1f MiB\n\n| scan | median wall | MiB/s | GETs | HEADs | CPU (this process) |\n|---|---|---|---|---|---|\n", strings.ToUpper(d.name), n, mib)
-	fmt.Fprintf(&b.md, "| no cache | %v | %.0f | | | %v |\n", mNone.Round(time.Millisecond), speed(mNone), c("none"))
-	fmt.Fprintf(&b.md, "| cold (filling an empty cache), default checks | %v | %.0f | | | %v |\n", mCold.Round(time.Millisecond), speed(mCold), c("cold"))
-	fmt.Fprintf(&b.md, "| cold (filling an empty cache), catalog `version` | %v | %.0f | | | %v |\n", mColdV.Round(time.Millisecond), speed(mColdV), c("coldV"))
-	fmt.Fprintf(&b.md, "| warm, catalog `version` | %v | %.0f | %d | %d | %v |\n", mV.Round(time.Millisecond), speed(mV), lastV.gets, lastV.heads, c("warmV"))
-	fmt.Fprintf(&b.md, "| warm, default checks | %v | %.0f | %d | %d | %v |\n", mC.Round(time.Millisecond), speed(mC), lastC.gets, lastC.heads, c("warmC"))
-	fmt.Fprintf(&b.md, "| the same chunks as local files | %v | %.0f | | | %v |\n", mLocal.Round(time.Millisecond), speed(mLocal), c("local"))
-	fmt.Fprintf(&b.md, "| (reference: the checks alone, one HEAD per object on a scheduler of 64 slots) | %v | | | %d | |\n", median(heads).Round(time.Millisecond), n)
-	fmt.Fprintf(&b.md, "| (reference: writing the same bytes to the cache's disk, one file per object, no sync) | %v | %.0f | | | |\n\n",
+	fmt.Fprintf(&b.md, "### %s: %d objects, %.1f MiB\n\n| scan | median wall | MiB/s | GETs | HEADs | LISTs | CPU (this process) |\n|---|---|---|---|---|---|---|\n", strings.ToUpper(d.name), n, mib)
+	fmt.Fprintf(&b.md, "| no cache | %v | %.0f | | | | %v |\n", mNone.Round(time.Millisecond), speed(mNone), c("none"))
+	fmt.Fprintf(&b.md, "| cold (filling an empty cache), default checks | %v | %.0f | | | | %v |\n", mCold.Round(time.Millisecond), speed(mCold), c("cold"))
+	fmt.Fprintf(&b.md, "| cold (filling an empty cache), catalog `version` | %v | %.0f | | | | %v |\n", mColdV.Round(time.Millisecond), speed(mColdV), c("coldV"))
+	row := func(name string, m time.Duration, r run, kind string) {
+		fmt.Fprintf(&b.md, "| %s | %v | %.0f | %d | %d | %d | %v |\n", name, m.Round(time.Millisecond), speed(m), r.gets, r.heads, r.lists, c(kind))
+	}
+	row("warm, catalog `version`", mV, lastV, "warmV")
+	row("warm, default checks", mC, lastC, "warmC")
+	row("warm, glob (the versions its listing gave)", mG, lastG, "warmG")
+	fmt.Fprintf(&b.md, "| the same chunks as local files | %v | %.0f | | | | %v |\n", mLocal.Round(time.Millisecond), speed(mLocal), c("local"))
+	fmt.Fprintf(&b.md, "| (reference: one HEAD per object alone, on a scheduler of 64 slots) | %v | | | %d | | |\n", median(heads).Round(time.Millisecond), n)
+	fmt.Fprintf(&b.md, "| (reference: writing the same bytes to the cache's disk, one file per object, no sync) | %v | %.0f | | | | |\n\n",
 		diskWrite.Round(time.Millisecond), speed(diskWrite))
 	up := strings.ToUpper(d.name)
 	b.goal(up+" warm (version) ≥ 0.9× local files, 0 requests", speed(mV) >= 0.9*speed(mLocal) && lastV.gets+lastV.heads == 0,
