@@ -64,7 +64,8 @@ type span struct {
 	mapTo   func([]byte) // the request's Map: the span is that request alone
 	version func(string) // the request's Version: the span is that request alone
 	members []member
-	pending int // parts not yet finished
+	one     [1]member // members of a span of one request (planOne)
+	pending int       // parts not yet finished
 	failed  bool
 }
 
@@ -166,6 +167,11 @@ func (s *Scheduler) plan(reqs []Request) (spans []*span, apart []int) {
 		name  string
 		query uint64
 	}
+	if len(reqs) == 1 {
+		if sp := s.planOne(reqs[0]); sp != nil {
+			return []*span{sp}, nil
+		}
+	}
 	groups := map[key][]int{}
 	var keys []key
 	for i, r := range reqs {
@@ -228,6 +234,22 @@ func (s *Scheduler) plan(reqs []Request) (spans []*span, apart []int) {
 		}
 	}
 	return spans, apart
+}
+
+// planOne is plan of a vector of one request r (a whole chunk, most
+// often), which has nothing to merge with: its span, or nil where plan's
+// other rules apply (a version, an empty or invalid range, no store).
+func (s *Scheduler) planOne(r Request) *span {
+	if r.Store == nil || r.Version != nil || r.Offset < 0 || r.Length == 0 {
+		return nil
+	}
+	sp := &span{st: r.Store, name: r.Name, off: r.Offset, length: r.Length, mapTo: r.Map}
+	sp.one[0] = member{length: r.Length}
+	sp.members = sp.one[:]
+	if r.Length > 0 {
+		sp.end = r.Offset + r.Length
+	}
+	return sp
 }
 
 // cancelBatch removes the queued and backing-off tasks of a canceled batch.

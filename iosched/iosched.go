@@ -133,6 +133,7 @@ type Scheduler struct {
 	hedging  int         // hedges running
 	busy     []bool
 	queues   map[uint64]*queryQueue
+	spare    *queryQueue // an empty queue for reuse (dropQueueLocked)
 	// Per-query shares: the most GETs a query may run at once (a query
 	// without one: base), and how many it runs (SetQueryLimit).
 	queryCap, queryRunning map[uint64]int

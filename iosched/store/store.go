@@ -45,6 +45,16 @@ type Store interface {
 	Close() error
 }
 
+// Local is a Store of local files. A read of one, once begun, runs to its
+// end whatever its context says (a pread is not interrupted), and a second
+// read of the same bytes meets the same page cache and disk: a scheduler
+// that watches a GET for a stall, to cancel or hedge it, could do neither
+// to such a read, and sets no watch on it.
+type Local interface {
+	Store
+	local()
+}
+
 // ObjectInfo describes one listed object.
 type ObjectInfo struct {
 	Name string // name within the store, usable with GetRange
