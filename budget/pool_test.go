@@ -9,10 +9,10 @@ import (
 )
 
 func TestPoolClass(t *testing.T) {
-	for _, n := range []int{PoolMin + 1, 100 << 10, 1<<20 - 1, 1 << 20, 1<<20 + 1, 31_000_123, 1 << 30} {
+	for _, n := range []int{PoolMin + 1, 6498, 64 << 10, 64<<10 + 1, 100 << 10, 1<<20 - 1, 1 << 20, 1<<20 + 1, 31_000_123, 1 << 30} {
 		c := poolClass(n)
-		if c < n || float64(c) > float64(n)*1.0625 || c%4096 != 0 || poolClass(c) != c {
-			t.Errorf("poolClass(%d) = %d: want n <= c <= 1.0625 n, a multiple of 4 KiB, and a fixed point", n, c)
+		if c < n || float64(c) > float64(n)*1.0625 || (n > 64<<10 && c%4096 != 0) || poolClass(c) != c {
+			t.Errorf("poolClass(%d) = %d: want n <= c <= 1.0625 n, above 64 KiB a multiple of 4 KiB, and a fixed point", n, c)
 		}
 	}
 }
