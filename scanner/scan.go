@@ -72,6 +72,10 @@ type Scan struct {
 	// chunkGoroutines counts the goroutines started for chunks.
 	work            chan chunkJob
 	chunkGoroutines atomic.Int64
+	// fetching counts the chunks whose request planChunks submitted
+	// (fetchEarly) and that are not handed to a chunk goroutine yet:
+	// planChunks closes work only after the last.
+	fetching sync.WaitGroup
 	// ahead bounds the chunks reserved that no consumer has reached yet
 	// (a slot each, given back when Next hands out the chunk's first
 	// batch): the scan's max_parallel_io share. A consumer that stops
@@ -328,6 +332,7 @@ func (s *Scan) planChunks() {
 	defer s.wg.Done()
 	defer s.guard()
 	defer close(s.work) // the idle chunk goroutines end
+	defer s.fetching.Wait()
 	for i := range s.plan.Chunks.Len() {
 		select {
 		case s.ahead <- struct{}{}:
@@ -352,7 +357,10 @@ func (s *Scan) planChunks() {
 			return // cancelled: Close or an earlier failure
 		}
 		s.ready.start()
-		s.startChunk(chunkJob{i: i, c: c, lease: lease, project: project})
+		j := chunkJob{i: i, c: c, lease: lease, project: project}
+		if !s.fetchEarly(j) {
+			s.startChunk(j)
+		}
 		if i == 0 && s.probe != nil {
 			select {
 			case <-s.probe:
@@ -393,6 +401,62 @@ type chunkJob struct {
 	c       *Chunk
 	lease   *budget.Lease
 	project bool
+	early   *earlyFetch // the chunk's request, if planChunks submitted it
+}
+
+// earlyFetch is a chunk's one request that planChunks submitted
+// (fetchEarly): the batch, complete when the chunk starts, the hold on its
+// domain, and the lease's buffer it was read into.
+type earlyFetch struct {
+	batch *iosched.Batch
+	hold  *iosched.Hold
+	into  []byte
+}
+
+// fetchEarly submits j's request, if the chunk is read whole in one
+// request into its lease's buffer with nothing to ask first, and starts
+// the chunk (startChunk) once the request is complete; it reports whether
+// it did. So no chunk goroutine waits for the request: one is woken (or
+// started) only when there is a chunk to decode. A chunk it leaves alone
+// is the first (bind may hold its bytes), one bind prefetched, one the
+// cache may hold, one that may be mapped, one of unknown length, and one
+// whose buffer its reservation does not cover (the chunk goroutine waits
+// for room then, not planChunks).
+func (s *Scan) fetchEarly(j chunkJob) bool {
+	c := j.c
+	n := c.WireLength()
+	if j.i == 0 || c.Row == 0 || j.project || s.cache != nil || s.mappable || n <= 0 || c.Size == 0 ||
+		int64(budget.PooledSize(int(n))) > j.lease.Held() || s.plan.prefetches(c) {
+		return false
+	}
+	h, err := openObject(c.URL, &s.plan.cfg)
+	if err != nil {
+		return false // the chunk's own fetch reports it
+	}
+	j.early = &earlyFetch{hold: h, into: j.lease.Buffer(int(n))}
+	r := iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: n,
+		Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, Buffer: j.early.into}
+	s.fetching.Add(1)
+	h.Scheduler.SubmitFunc(s.ctx, []iosched.Request{r}, func(b *iosched.Batch) {
+		// On the IO worker (or a goroutine cancelling the batch): hand
+		// the chunk on, no more.
+		j.early.batch = b
+		s.startChunk(j)
+		s.fetching.Done()
+	})
+	return true
+}
+
+// result is the early request's bytes, or its error; it releases the
+// hold.
+func (e *earlyFetch) result(s *Scan, c *Chunk) ([]byte, error) {
+	defer e.hold.Release()
+	data, err := e.batch.Wait()
+	s.count(e.batch.Stats())
+	if err != nil {
+		return nil, &ChunkError{Chunk: c, Err: err}
+	}
+	return data[0], nil
 }
 
 // startChunk hands j to an idle chunk goroutine, or starts one. A chunk
@@ -415,16 +479,21 @@ func (s *Scan) startChunk(j chunkJob) {
 func (s *Scan) runChunks(j chunkJob) {
 	defer s.wg.Done()
 	for ok := true; ok; j, ok = <-s.work {
-		s.runChunk(j.i, j.c, j.lease, j.project)
+		s.runChunk(j)
 	}
 }
 
-// runChunk fetches and decodes chunk i (if project, only the scan's
-// fields), commits its measured size and queues its batches; on any
-// failure it refunds the lease and fails the scan.
-func (s *Scan) runChunk(i int, c *Chunk, lease *budget.Lease, project bool) {
+// runChunk fetches (or takes the early fetch of) and decodes chunk j.i
+// (if j.project, only the scan's fields), commits its measured size and
+// queues its batches; on any failure it refunds the lease and fails the
+// scan.
+func (s *Scan) runChunk(j chunkJob) {
+	i, c, lease := j.i, j.c, j.lease
 	defer func() { <-s.slots }()
 	defer s.guard()
+	if j.early != nil {
+		defer j.early.hold.Release() // idempotent: result releases it too
+	}
 	if i == 0 {
 		defer s.probed()
 	}
@@ -448,7 +517,7 @@ func (s *Scan) runChunk(i int, c *Chunk, lease *budget.Lease, project bool) {
 	if s.mappable {
 		mem.maps = &mapping{lease: lease}
 	}
-	batches, cols, retained, err := s.load(c, mem, project)
+	batches, cols, retained, err := s.load(c, mem, j.project, j.early)
 	if err != nil {
 		// A failed fetch may still be writing into the lease's buffer
 		// (the deferred Abandon).
