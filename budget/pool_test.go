@@ -216,3 +216,28 @@ func TestAtClose(t *testing.T) {
 		t.Errorf("ran %q, want %q", ran, want)
 	}
 }
+
+// TestPoolSmallChunk: the buffer of a chunk of a few pages (a small file
+// read whole) comes from the pool and serves the next lease, as a large
+// one does; a scan of many small chunks otherwise made one for the
+// collector per chunk. Below a page, buffers are the allocator's.
+func TestPoolSmallChunk(t *testing.T) {
+	b := newUnit(64 << 20)
+	ctx := context.Background()
+	l1, _ := b.Reserve(ctx, 8<<10)
+	buf1 := l1.Buffer(6498)
+	l1.Close()
+	l2, _ := b.Reserve(ctx, 8<<10)
+	buf2 := l2.Buffer(6600) // same class
+	if unsafe.SliceData(buf1) != unsafe.SliceData(buf2) || len(buf2) != 6600 {
+		t.Fatal("the second lease did not reuse the first one's buffer")
+	}
+	if st := b.PoolStats(); st.Reused != 1 || st.Fresh != 1 {
+		t.Fatalf("after reuse: %+v", st)
+	}
+	tiny := l2.Buffer(PoolMin)
+	l2.Close()
+	if st := b.PoolStats(); st.Fresh != 1 || st.Taken != 0 || len(tiny) != PoolMin {
+		t.Fatalf("a buffer of a page came from the pool: %+v", st)
+	}
+}
