@@ -419,15 +419,17 @@ type earlyFetch struct {
 // it did. So no chunk goroutine waits for the request: one is woken (or
 // started) only when there is a chunk to decode. A chunk it leaves alone
 // is the first (bind may hold its bytes), one bind prefetched, one the
-// cache may hold, one that may be mapped, one of unknown length, and one
-// whose buffer its reservation does not cover (the chunk goroutine waits
-// for room then, not planChunks).
+// cache may hold, one that may be mapped, and one of unknown length. The
+// lease is extended to the pooled buffer's size first, as loadWhole
+// would (a younger lease waits for that room as for a reservation).
 func (s *Scan) fetchEarly(j chunkJob) bool {
 	c := j.c
 	n := c.WireLength()
-	if j.i == 0 || c.Row == 0 || j.project || s.cache != nil || s.mappable || n <= 0 || c.Size == 0 ||
-		int64(budget.PooledSize(int(n))) > j.lease.Held() || s.plan.prefetches(c) {
+	if j.i == 0 || c.Row == 0 || j.project || s.cache != nil || s.mappable || n <= 0 || c.Size == 0 || s.plan.prefetches(c) {
 		return false
+	}
+	if more := int64(budget.PooledSize(int(n))) - j.lease.Held(); more > 0 && j.lease.Extend(s.ctx, more) != nil {
+		return false // cancelled: the chunk goroutine reports it
 	}
 	h, err := openObject(c.URL, &s.plan.cfg)
 	if err != nil {
