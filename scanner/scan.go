@@ -34,7 +34,8 @@ type Scan struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	budget *budget.Budget
-	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap starts at the starting cap
+	alloc  budget.Allocator // the budget's pool, then cfg.Allocator: every chunk's (countingAllocator)
+	limit  int64            // the budget's ceiling (memory_budget, its default, the process limit); its cap starts at the starting cap
 	growth capProbe
 	fields []int // plan fields to produce, in plan order
 	// mappable: the plan's columns may be read from a file's mapping
@@ -163,6 +164,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		opts = append(opts, budget.WithParent(p.cfg.Process.Memory))
 	}
 	s.budget = budget.New(capacity, opts...)
+	s.alloc = s.budget.Allocator(p.cfg.Allocator)
 	queued := p.Chunks.Len()
 	if s.counted {
 		queued = 0 // Next hands the counts out itself
@@ -514,7 +516,7 @@ func (s *Scan) runChunk(j chunkJob) {
 	}()
 	// Buffers above budget.PoolMin, fetched or decoded, come from the
 	// budget's pool: memory earlier chunks already faulted in.
-	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease,
+	mem := &countingAllocator{Allocator: s.alloc, lease: lease,
 		ctx: s.ctx, charged: lease.Held()}
 	if s.mappable {
 		mem.maps = &mapping{lease: lease}

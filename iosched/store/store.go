@@ -265,6 +265,9 @@ func DomainName(rawURL string, opts Options) (domain, name string, err error) {
 	if err != nil {
 		return "", "", err
 	}
+	if sc.domainName != nil {
+		return sc.domainName(u, opts)
+	}
 	if domain, err = sc.domain(u, opts); err != nil {
 		return "", "", err
 	}
@@ -284,6 +287,9 @@ type scheme struct {
 	open   func(u schemeURL, opts Options) (Store, string, error)
 	name   func(u schemeURL) (string, error)
 	domain func(u schemeURL, opts Options) (string, error)
+	// domainName, if set, is domain and name at once, where both parse
+	// the same thing (a scan asks for both once per chunk).
+	domainName func(u schemeURL, opts Options) (string, string, error)
 }
 
 // schemes is the one table from URL scheme to store. It is never written.
@@ -321,6 +327,13 @@ var fileScheme = scheme{
 			return "", err
 		}
 		return "file", nil
+	},
+	domainName: func(u schemeURL, _ Options) (string, string, error) {
+		name, err := filePath(u.raw, u.scheme, u.rest)
+		if err != nil {
+			return "", "", err
+		}
+		return "file", name, nil
 	},
 }
 
