@@ -21,13 +21,17 @@ import (
 	"sync"
 )
 
-// PoolMin is the smallest buffer the pool keeps. Smaller ones come from the
-// Go allocator, whose size-classed spans are reused without the kernel.
-const PoolMin = 64 << 10
+// PoolMin is the smallest buffer the pool keeps, a page. Smaller ones come
+// from the Go allocator, whose size-classed spans are reused without the
+// kernel. A buffer of a few pages is not worth a fault but is worth the
+// pool: a scan of many small chunks that took each chunk's buffer from the
+// allocator made most of the garbage the collector then chased.
+const PoolMin = 4 << 10
 
 // poolClass is the size of the pooled buffer that serves n > PoolMin bytes:
 // n rounded up to a sixteenth of its power of two (at most 6.25 % more, and
-// a multiple of 4 KiB), so chunks of similar sizes share buffers.
+// above 64 KiB a multiple of 4 KiB), so chunks of similar sizes share
+// buffers.
 func poolClass(n int) int {
 	step := 1 << (bits.Len(uint(n-1)) - 5)
 	return (n + step - 1) &^ (step - 1)

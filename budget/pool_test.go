@@ -9,10 +9,10 @@ import (
 )
 
 func TestPoolClass(t *testing.T) {
-	for _, n := range []int{PoolMin + 1, 100 << 10, 1<<20 - 1, 1 << 20, 1<<20 + 1, 31_000_123, 1 << 30} {
+	for _, n := range []int{PoolMin + 1, 6498, 64 << 10, 64<<10 + 1, 100 << 10, 1<<20 - 1, 1 << 20, 1<<20 + 1, 31_000_123, 1 << 30} {
 		c := poolClass(n)
-		if c < n || float64(c) > float64(n)*1.0625 || c%4096 != 0 || poolClass(c) != c {
-			t.Errorf("poolClass(%d) = %d: want n <= c <= 1.0625 n, a multiple of 4 KiB, and a fixed point", n, c)
+		if c < n || float64(c) > float64(n)*1.0625 || (n > 64<<10 && c%4096 != 0) || poolClass(c) != c {
+			t.Errorf("poolClass(%d) = %d: want n <= c <= 1.0625 n, above 64 KiB a multiple of 4 KiB, and a fixed point", n, c)
 		}
 	}
 }
@@ -214,5 +214,30 @@ func TestAtClose(t *testing.T) {
 	want := []string{"grant", "unmap 1", "unmap 2", "grant", "abandoned", "after close", "nil lease"}
 	if !slices.Equal(ran, want) {
 		t.Errorf("ran %q, want %q", ran, want)
+	}
+}
+
+// TestPoolSmallChunk: the buffer of a chunk of a few pages (a small file
+// read whole) comes from the pool and serves the next lease, as a large
+// one does; a scan of many small chunks otherwise made one for the
+// collector per chunk. Below a page, buffers are the allocator's.
+func TestPoolSmallChunk(t *testing.T) {
+	b := newUnit(64 << 20)
+	ctx := context.Background()
+	l1, _ := b.Reserve(ctx, 8<<10)
+	buf1 := l1.Buffer(6498)
+	l1.Close()
+	l2, _ := b.Reserve(ctx, 8<<10)
+	buf2 := l2.Buffer(6600) // same class
+	if unsafe.SliceData(buf1) != unsafe.SliceData(buf2) || len(buf2) != 6600 {
+		t.Fatal("the second lease did not reuse the first one's buffer")
+	}
+	if st := b.PoolStats(); st.Reused != 1 || st.Fresh != 1 {
+		t.Fatalf("after reuse: %+v", st)
+	}
+	tiny := l2.Buffer(PoolMin)
+	l2.Close()
+	if st := b.PoolStats(); st.Fresh != 1 || st.Taken != 0 || len(tiny) != PoolMin {
+		t.Fatalf("a buffer of a page came from the pool: %+v", st)
 	}
 }

@@ -199,6 +199,9 @@ func (e *stallError) Unwrap() error { return ErrTimeout }
 // least) while the hedge budget allows no hedge.
 func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
+	if _, ok := t.sp.st.(store.Local); ok && t.sp.version == nil {
+		return s.attemptLocal(id, t)
+	}
 	ctx, cancel := context.WithCancelCause(b.ctx)
 	defer cancel(nil)
 	if t.sp.version != nil {
@@ -273,6 +276,26 @@ func (s *Scheduler) attempt(id int, t *task) error {
 		b.hedgesWon.Add(1)
 		return nil
 	}
+	return err
+}
+
+// attemptLocal is attempt for a read of a local file (store.Local): one
+// read under the batch's context, with no watch (a context of its own, a
+// timer, a hedge) that could not act on it.
+func (s *Scheduler) attemptLocal(id int, t *task) error {
+	if t.sp.mapTo != nil && t.length == t.sp.length && s.mapRange(id, t) {
+		return nil
+	}
+	if t.length < 0 {
+		data, err := s.getRange(t.b.ctx, nil, id, t, "GET", t.off, -1, nil, nil)
+		if err == nil {
+			t.buf = data
+		}
+		return err
+	}
+	from := t.done
+	got, err := s.getRange(t.b.ctx, nil, id, t, "GET", t.off+from, t.length-from, func() []byte { return s.buffer(t)[from:] }, nil)
+	t.done = from + int64(len(got))
 	return err
 }
 

@@ -33,6 +33,10 @@ type Batch struct {
 	remaining int
 	err       error
 	nreq      int
+	// onDone is SubmitFunc's done, called once (notified) when the batch
+	// is complete.
+	onDone   func(*Batch)
+	notified bool
 
 	issued, bytes, retries, hedges, hedgesWon, splits, coalesced, queueWait atomic.Int64
 	throttled                                                               atomic.Int64
@@ -64,7 +68,8 @@ type span struct {
 	mapTo   func([]byte) // the request's Map: the span is that request alone
 	version func(string) // the request's Version: the span is that request alone
 	members []member
-	pending int // parts not yet finished
+	one     [1]member // members of a span of one request (planOne)
+	pending int       // parts not yet finished
 	failed  bool
 }
 
@@ -77,15 +82,28 @@ type member struct {
 // Submit queues reqs and returns at once. Cancelling ctx removes the
 // batch's queued GETs and aborts its running ones; the batch then fails with ctx's cause. Submit panics if a request has no Store.
 func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
+	return s.SubmitFunc(ctx, reqs, nil)
+}
+
+// SubmitFunc is Submit, and calls done (if not nil) with the batch once,
+// when every request has its Result (Done is closed): on the goroutine
+// that completed the batch, which may be an IO worker, one that cancels
+// it, or the caller's, maybe before SubmitFunc returns. So a caller can
+// hand the batch on without a goroutine that waits for it; done must not
+// block, nor do more than hand it on (IO workers do IO alone).
+func (s *Scheduler) SubmitFunc(ctx context.Context, reqs []Request, done func(*Batch)) *Batch {
 	b := &Batch{
 		s: s, reqs: reqs, results: make(chan Result, len(reqs)), done: make(chan struct{}),
-		data: make([][]byte, len(reqs)), remaining: len(reqs), nreq: len(reqs),
+		data: make([][]byte, len(reqs)), remaining: len(reqs), nreq: len(reqs), onDone: done,
 	}
 	b.ctx, b.cancel = context.WithCancelCause(ctx)
 	s.requests.Add(int64(len(reqs)))
 	if len(reqs) == 0 {
 		b.finishLocked()
 		b.cancel(context.Canceled)
+		if done != nil {
+			done(b)
+		}
 		return b
 	}
 	spans, invalid := s.plan(reqs)
@@ -166,6 +184,11 @@ func (s *Scheduler) plan(reqs []Request) (spans []*span, apart []int) {
 		name  string
 		query uint64
 	}
+	if len(reqs) == 1 {
+		if sp := s.planOne(reqs[0]); sp != nil {
+			return []*span{sp}, nil
+		}
+	}
 	groups := map[key][]int{}
 	var keys []key
 	for i, r := range reqs {
@@ -228,6 +251,22 @@ func (s *Scheduler) plan(reqs []Request) (spans []*span, apart []int) {
 		}
 	}
 	return spans, apart
+}
+
+// planOne is plan of a vector of one request r (a whole chunk, most
+// often), which has nothing to merge with: its span, or nil where plan's
+// other rules apply (a version, an empty or invalid range, no store).
+func (s *Scheduler) planOne(r Request) *span {
+	if r.Store == nil || r.Version != nil || r.Offset < 0 || r.Length == 0 {
+		return nil
+	}
+	sp := &span{st: r.Store, name: r.Name, off: r.Offset, length: r.Length, mapTo: r.Map}
+	sp.one[0] = member{length: r.Length}
+	sp.members = sp.one[:]
+	if r.Length > 0 {
+		sp.end = r.Offset + r.Length
+	}
+	return sp
 }
 
 // cancelBatch removes the queued and backing-off tasks of a canceled batch.
@@ -336,6 +375,10 @@ func (b *Batch) failLocked(i int, err error, counts bool) {
 func (b *Batch) afterChange() {
 	b.mu.Lock()
 	err, complete, stop := b.err, b.remaining == 0, b.stop
+	var notify func(*Batch)
+	if complete && !b.notified {
+		b.notified, notify = true, b.onDone
+	}
 	b.mu.Unlock()
 	if err != nil {
 		b.cancel(err)
@@ -348,6 +391,9 @@ func (b *Batch) afterChange() {
 		b.s.mu.Lock()
 		delete(b.s.batches, b)
 		b.s.mu.Unlock()
+	}
+	if notify != nil {
+		notify(b)
 	}
 }
 

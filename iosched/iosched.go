@@ -6,7 +6,8 @@
 package iosched
 
 // How it works. Callers submit a whole vector of requests (Submit, Fetch)
-// and wait for it or stream its results; they never manage concurrency. The
+// and wait for it or stream its results, or hear when it is done
+// (SubmitFunc); they never manage concurrency. The
 // scheduler merges nearby requests into one GET and splits large ones into
 // parallel parts (plan), queues the GETs, and runs them on at most
 // max_parallel_io worker slots. Workers only do IO: a body is read into the
@@ -27,7 +28,8 @@ package iosched
 // are retried Options.Retries times. Throttled answers move the effective
 // parallelism only when they follow our load (congestion.go). A GET slower
 // than the p95 of its size class, or whose body stops arriving, is hedged
-// once; hedges stay under 5 % of all GETs.
+// once; hedges stay under 5 % of all GETs. A read of a local file
+// (store.Local) is neither watched nor hedged: nothing could interrupt it.
 //
 // The files follow those seams: iosched.go the Scheduler and its
 // settings; queue.go the queue and its fairness; batch.go Submit, planning
@@ -133,6 +135,7 @@ type Scheduler struct {
 	hedging  int         // hedges running
 	busy     []bool
 	queues   map[uint64]*queryQueue
+	spare    *queryQueue // an empty queue for reuse (dropQueueLocked)
 	// Per-query shares: the most GETs a query may run at once (a query
 	// without one: base), and how many it runs (SetQueryLimit).
 	queryCap, queryRunning map[uint64]int

@@ -208,6 +208,14 @@ type Tracer interface {
 	TraceRequest(Event)
 }
 
+// QueryTracer is a Tracer that traces some queries only: the scheduler
+// builds no Event of a query for which Traces reports false. Traces is
+// called on IO workers, for every GET: it must be quicker still.
+type QueryTracer interface {
+	Tracer
+	Traces(query uint64) bool
+}
+
 // TracerFunc adapts a function to Tracer.
 type TracerFunc func(Event)
 

@@ -85,7 +85,12 @@ func (h *taskHeap) Pop() any {
 func (s *Scheduler) pushLocked(t *task, now time.Time) {
 	q := s.queues[t.prio.Query]
 	if q == nil {
-		q = &queryQueue{id: t.prio.Query}
+		q = s.spare
+		s.spare = nil
+		if q == nil {
+			q = &queryQueue{}
+		}
+		q.id = t.prio.Query
 		s.queues[q.id] = q
 		s.ring = append(s.ring, q)
 	}
@@ -131,7 +136,11 @@ func (s *Scheduler) popLocked(now time.Time) *task {
 	return t
 }
 
+// dropQueueLocked drops the empty queue s.ring[i]; it is the spare one
+// that the next query with work takes (a query whose tasks run as fast
+// as they come, one at a time, empties its queue at every task).
 func (s *Scheduler) dropQueueLocked(i int) {
+	s.spare = s.ring[i]
 	delete(s.queues, s.ring[i].id)
 	s.ring = slices.Delete(s.ring, i, i+1)
 	if s.rr > i {
@@ -189,10 +198,10 @@ type workItem struct {
 }
 
 // idleWait waits for a task on w, a worker's channel that is on s.idle,
-// for at most idleKeep or until Close. It returns the task and its slot,
-// or a nil task: the worker exits.
-func (s *Scheduler) idleWait(w chan workItem) (int, *task) {
-	timer := time.NewTimer(idleKeep)
+// for at most idleKeep or until Close; timer is the worker's own, stopped.
+// It returns the task and its slot, or a nil task: the worker exits.
+func (s *Scheduler) idleWait(w chan workItem, timer *time.Timer) (int, *task) {
+	timer.Reset(idleKeep)
 	defer timer.Stop()
 	select {
 	case it := <-w:
@@ -219,6 +228,7 @@ func (s *Scheduler) idleWait(w chan workItem) (int, *task) {
 func (s *Scheduler) worker(id int, t *task) {
 	defer s.wg.Done()
 	var w chan workItem
+	var timer *time.Timer // idleWait's, made once: a worker may go idle after every task
 	for t != nil {
 		q := t.prio.Query
 		s.run(id, t)
@@ -240,13 +250,15 @@ func (s *Scheduler) worker(id int, t *task) {
 			if idle {
 				if w == nil {
 					w = make(chan workItem, 1)
+					timer = time.NewTimer(idleKeep)
+					timer.Stop()
 				}
 				s.idle = append(s.idle, w)
 			}
 			s.dispatchLocked() // may hand this worker the next task
 			s.mu.Unlock()
 			if idle {
-				id, t = s.idleWait(w)
+				id, t = s.idleWait(w, timer)
 			}
 			continue
 		}

@@ -103,31 +103,36 @@ const readToEndHint = 64 << 20
 // that grows. It returns the bytes read, also on failure (a retry resumes
 // after them). The attempt is canceled with ErrTimeout when no first byte
 // arrives within FirstByteTimeout or no further byte within IdleTimeout;
-// hs, if not nil, hears of every byte (the hedge's watch).
+// hs, if not nil, hears of every byte (the hedge's watch). A nil cancel
+// (a local read: attemptLocal) sets no watchdog.
 func (s *Scheduler) getRange(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task, name string, off, length int64, into func() []byte, hs *hedge) ([]byte, error) {
 	start := time.Now()
 	s.issued.Add(1)
 	t.b.issued.Add(1)
-	var sawByte atomic.Bool
-	watchdog := time.AfterFunc(s.o.FirstByteTimeout, func() {
-		if sawByte.Load() {
-			cancel(fmt.Errorf("%w: no byte for %v", ErrTimeout, s.o.IdleTimeout))
-		} else {
-			cancel(fmt.Errorf("%w: no first byte within %v", ErrTimeout, s.o.FirstByteTimeout))
-		}
-	})
-	defer watchdog.Stop()
-	data, headers, err := s.readBody(ctx, t, off, length, into, func(m int) {
-		if m > 0 {
-			if !sawByte.Swap(true) {
-				s.lat.addFirstByte(time.Since(start))
+	var progress func(int)
+	if cancel != nil {
+		var sawByte atomic.Bool
+		watchdog := time.AfterFunc(s.o.FirstByteTimeout, func() {
+			if sawByte.Load() {
+				cancel(fmt.Errorf("%w: no byte for %v", ErrTimeout, s.o.IdleTimeout))
+			} else {
+				cancel(fmt.Errorf("%w: no first byte within %v", ErrTimeout, s.o.FirstByteTimeout))
 			}
-			watchdog.Reset(s.o.IdleTimeout)
-			if hs != nil {
-				hs.progress(m)
+		})
+		defer watchdog.Stop()
+		progress = func(m int) {
+			if m > 0 {
+				if !sawByte.Swap(true) {
+					s.lat.addFirstByte(time.Since(start))
+				}
+				watchdog.Reset(s.o.IdleTimeout)
+				if hs != nil {
+					hs.progress(m)
+				}
 			}
 		}
-	})
+	}
+	data, headers, err := s.readBody(ctx, t, off, length, into, progress)
 	if err != nil {
 		err = s.cause(ctx, err)
 	} else if len(data) > 0 {
@@ -138,8 +143,8 @@ func (s *Scheduler) getRange(ctx context.Context, cancel context.CancelCauseFunc
 }
 
 // readBody sends the GET and reads its body as getRange describes, calling
-// progress with each read's byte count; it returns the bytes read and how
-// long the store took to answer.
+// progress (if not nil) with each read's byte count; it returns the bytes
+// read and how long the store took to answer.
 func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, into func() []byte, progress func(int)) ([]byte, time.Duration, error) {
 	start := time.Now()
 	body, err := t.sp.st.GetRange(ctx, t.sp.name, off, length)
@@ -175,7 +180,9 @@ func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, in
 		}
 		m, err := body.Read(buf[n:])
 		n += m
-		progress(m)
+		if progress != nil {
+			progress(m)
+		}
 		if err == io.EOF {
 			break
 		}
@@ -201,10 +208,16 @@ func (s *Scheduler) account(id int, t *task, name string, off, length int64, sta
 		s.latency.add(d)
 		s.mu.Unlock()
 	}
-	if tr := s.o.Tracer; tr != nil {
+	if tr := s.o.Tracer; tr != nil && traces(tr, t.prio.Query) {
 		tr.TraceRequest(Event{Name: name, URL: t.sp.st.URL(t.sp.name), Offset: off, Length: length,
 			Query: t.prio.Query, Worker: id, Start: start, Dur: d, Bytes: n, Err: err})
 	}
+}
+
+// traces reports whether tr wants the Events of query (QueryTracer).
+func traces(tr Tracer, query uint64) bool {
+	qt, ok := tr.(QueryTracer)
+	return !ok || qt.Traces(query)
 }
 
 // cause replaces a context error caused by a timeout by the timeout.

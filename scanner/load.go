@@ -15,10 +15,11 @@ import (
 )
 
 // load reads chunk c, if project only the scan's fields, and decodes it
-// with mem. It returns the batches, the field → column map for them (nil:
-// the plan's schema), and the wire bytes the batches keep referencing
-// (zero-copy decode).
-func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool) (_ []arrow.RecordBatch, _ []int, _ int64, err error) {
+// with mem; early, if not nil, is its whole read, submitted already. It
+// returns the batches, the field → column map for them (nil: the plan's
+// schema), and the wire bytes the batches keep referencing (zero-copy
+// decode).
+func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool, early *earlyFetch) (_ []arrow.RecordBatch, _ []int, _ int64, err error) {
 	defer func() {
 		r := recover()
 		if e, ok := r.(errDecodeCancelled); ok {
@@ -36,11 +37,12 @@ func (s *Scan) load(c *Chunk, mem memory.Allocator, project bool) (_ []arrow.Rec
 	if project {
 		return s.loadColumns(c, mem)
 	}
-	return s.loadWhole(c, mem)
+	return s.loadWhole(c, mem, early)
 }
 
-// loadWhole reads chunk c in one request and decodes all of it.
-func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, []int, int64, error) {
+// loadWhole reads chunk c in one request (early's, if not nil) and
+// decodes all of it.
+func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator, early *earlyFetch) ([]arrow.RecordBatch, []int, int64, error) {
 	var data []byte
 	if c.Row == 0 {
 		s.plan.firstMu.Lock()
@@ -83,10 +85,17 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch, [
 					data = maps.copyOut(data, &into)
 				}
 			}
+		case early != nil:
+			into = early.into
 		case n > 0 && lease != nil:
 			into = lease.Buffer(int(n)) // the lease's until it closes
 		}
 		switch {
+		case early != nil:
+			var err error
+			if data, err = early.result(s, c); err != nil {
+				return nil, nil, 0, err
+			}
 		case data != nil:
 		case fetched != nil && len(into) >= len(fetched):
 			// Into the pool, like every fetched chunk: the budget's bytes
@@ -162,7 +171,7 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 	if size < 0 {
 		// The tail of an object of unknown size needs a HEAD, which is not
 		// a range request of the scheduler: read the chunk whole instead.
-		return s.loadWhole(c, mem)
+		return s.loadWhole(c, mem, nil)
 	}
 	// The ranges' buffers come from the budget's pool, as a whole chunk's
 	// does, and are the lease's until it closes (the batches reference
@@ -197,7 +206,7 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		s.footerLen.CompareAndSwap(0, footerLen)
 	}
 	if errors.Is(err, arrowipc.ErrDictionaries) || errors.Is(err, arrowipc.ErrNotFile) {
-		return s.loadWhole(c, mem) // dictionaries, or a stream: read it whole
+		return s.loadWhole(c, mem, nil) // dictionaries, or a stream: read it whole
 	}
 	if err != nil {
 		return nil, nil, 0, err

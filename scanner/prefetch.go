@@ -122,6 +122,15 @@ func (p *Plan) takePrefetch(c *Chunk) *prefetch {
 	return e
 }
 
+// prefetches reports whether bind fetches chunk c (takePrefetch would
+// hand it over).
+func (p *Plan) prefetches(c *Chunk) bool {
+	p.firstMu.Lock()
+	defer p.firstMu.Unlock()
+	e := p.prefetched[c.Row]
+	return e != nil && e.url == c.URL && e.offset == c.Offset && e.size == c.WireLength()
+}
+
 // dropPrefetch forgets the prefetches keep returns false for (nil: all)
 // and cancels their requests if still running.
 func (p *Plan) dropPrefetch(keep func(row int) bool) {

@@ -34,7 +34,8 @@ type Scan struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	budget *budget.Budget
-	limit  int64 // the budget's ceiling (memory_budget, its default, the process limit); its cap starts at the starting cap
+	alloc  budget.Allocator // the budget's pool, then cfg.Allocator: every chunk's (countingAllocator)
+	limit  int64            // the budget's ceiling (memory_budget, its default, the process limit); its cap starts at the starting cap
 	growth capProbe
 	fields []int // plan fields to produce, in plan order
 	// mappable: the plan's columns may be read from a file's mapping
@@ -72,6 +73,10 @@ type Scan struct {
 	// chunkGoroutines counts the goroutines started for chunks.
 	work            chan chunkJob
 	chunkGoroutines atomic.Int64
+	// fetching counts the chunks whose request planChunks submitted
+	// (fetchEarly) and that are not handed to a chunk goroutine yet:
+	// planChunks closes work only after the last.
+	fetching sync.WaitGroup
 	// ahead bounds the chunks reserved that no consumer has reached yet
 	// (a slot each, given back when Next hands out the chunk's first
 	// batch): the scan's max_parallel_io share. A consumer that stops
@@ -159,6 +164,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		opts = append(opts, budget.WithParent(p.cfg.Process.Memory))
 	}
 	s.budget = budget.New(capacity, opts...)
+	s.alloc = s.budget.Allocator(p.cfg.Allocator)
 	queued := p.Chunks.Len()
 	if s.counted {
 		queued = 0 // Next hands the counts out itself
@@ -328,6 +334,7 @@ func (s *Scan) planChunks() {
 	defer s.wg.Done()
 	defer s.guard()
 	defer close(s.work) // the idle chunk goroutines end
+	defer s.fetching.Wait()
 	for i := range s.plan.Chunks.Len() {
 		select {
 		case s.ahead <- struct{}{}:
@@ -352,7 +359,10 @@ func (s *Scan) planChunks() {
 			return // cancelled: Close or an earlier failure
 		}
 		s.ready.start()
-		s.startChunk(chunkJob{i: i, c: c, lease: lease, project: project})
+		j := chunkJob{i: i, c: c, lease: lease, project: project}
+		if !s.fetchEarly(j) {
+			s.startChunk(j)
+		}
 		if i == 0 && s.probe != nil {
 			select {
 			case <-s.probe:
@@ -393,6 +403,64 @@ type chunkJob struct {
 	c       *Chunk
 	lease   *budget.Lease
 	project bool
+	early   *earlyFetch // the chunk's request, if planChunks submitted it
+}
+
+// earlyFetch is a chunk's one request that planChunks submitted
+// (fetchEarly): the batch, complete when the chunk starts, the hold on its
+// domain, and the lease's buffer it was read into.
+type earlyFetch struct {
+	batch *iosched.Batch
+	hold  *iosched.Hold
+	into  []byte
+}
+
+// fetchEarly submits j's request, if the chunk is read whole in one
+// request into its lease's buffer with nothing to ask first, and starts
+// the chunk (startChunk) once the request is complete; it reports whether
+// it did. So no chunk goroutine waits for the request: one is woken (or
+// started) only when there is a chunk to decode. A chunk it leaves alone
+// is the first (bind may hold its bytes), one bind prefetched, one the
+// cache may hold, one that may be mapped, and one of unknown length. The
+// lease is extended to the pooled buffer's size first, as loadWhole
+// would (a younger lease waits for that room as for a reservation).
+func (s *Scan) fetchEarly(j chunkJob) bool {
+	c := j.c
+	n := c.WireLength()
+	if j.i == 0 || c.Row == 0 || j.project || s.cache != nil || s.mappable || n <= 0 || c.Size == 0 || s.plan.prefetches(c) {
+		return false
+	}
+	if more := int64(budget.PooledSize(int(n))) - j.lease.Held(); more > 0 && j.lease.Extend(s.ctx, more) != nil {
+		return false // cancelled: the chunk goroutine reports it
+	}
+	h, err := openObject(c.URL, &s.plan.cfg)
+	if err != nil {
+		return false // the chunk's own fetch reports it
+	}
+	j.early = &earlyFetch{hold: h, into: j.lease.Buffer(int(n))}
+	r := iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: n,
+		Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, Buffer: j.early.into}
+	s.fetching.Add(1)
+	h.Scheduler.SubmitFunc(s.ctx, []iosched.Request{r}, func(b *iosched.Batch) {
+		// On the IO worker (or a goroutine cancelling the batch): hand
+		// the chunk on, no more.
+		j.early.batch = b
+		s.startChunk(j)
+		s.fetching.Done()
+	})
+	return true
+}
+
+// result is the early request's bytes, or its error; it releases the
+// hold.
+func (e *earlyFetch) result(s *Scan, c *Chunk) ([]byte, error) {
+	defer e.hold.Release()
+	data, err := e.batch.Wait()
+	s.count(e.batch.Stats())
+	if err != nil {
+		return nil, &ChunkError{Chunk: c, Err: err}
+	}
+	return data[0], nil
 }
 
 // startChunk hands j to an idle chunk goroutine, or starts one. A chunk
@@ -415,16 +483,21 @@ func (s *Scan) startChunk(j chunkJob) {
 func (s *Scan) runChunks(j chunkJob) {
 	defer s.wg.Done()
 	for ok := true; ok; j, ok = <-s.work {
-		s.runChunk(j.i, j.c, j.lease, j.project)
+		s.runChunk(j)
 	}
 }
 
-// runChunk fetches and decodes chunk i (if project, only the scan's
-// fields), commits its measured size and queues its batches; on any
-// failure it refunds the lease and fails the scan.
-func (s *Scan) runChunk(i int, c *Chunk, lease *budget.Lease, project bool) {
+// runChunk fetches (or takes the early fetch of) and decodes chunk j.i
+// (if j.project, only the scan's fields), commits its measured size and
+// queues its batches; on any failure it refunds the lease and fails the
+// scan.
+func (s *Scan) runChunk(j chunkJob) {
+	i, c, lease := j.i, j.c, j.lease
 	defer func() { <-s.slots }()
 	defer s.guard()
+	if j.early != nil {
+		defer j.early.hold.Release() // idempotent: result releases it too
+	}
 	if i == 0 {
 		defer s.probed()
 	}
@@ -443,12 +516,12 @@ func (s *Scan) runChunk(i int, c *Chunk, lease *budget.Lease, project bool) {
 	}()
 	// Buffers above budget.PoolMin, fetched or decoded, come from the
 	// budget's pool: memory earlier chunks already faulted in.
-	mem := &countingAllocator{Allocator: s.budget.Allocator(s.plan.cfg.Allocator), lease: lease,
+	mem := &countingAllocator{Allocator: s.alloc, lease: lease,
 		ctx: s.ctx, charged: lease.Held()}
 	if s.mappable {
 		mem.maps = &mapping{lease: lease}
 	}
-	batches, cols, retained, err := s.load(c, mem, project)
+	batches, cols, retained, err := s.load(c, mem, j.project, j.early)
 	if err != nil {
 		// A failed fetch may still be writing into the lease's buffer
 		// (the deferred Abandon).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/remote-segments/remote_segments/budget"
@@ -20,9 +21,25 @@ const maxTraceEvents = 1 << 20
 type traceRouter struct {
 	mu    sync.RWMutex
 	scans map[uint64]*traceWriter
+	// n is len(scans): while no scan traces, Traces answers without the
+	// lock, and the scheduler builds no Event.
+	n atomic.Int64
 }
 
+var _ iosched.QueryTracer = (*traceRouter)(nil)
+
 func newTraceRouter() *traceRouter { return &traceRouter{scans: map[uint64]*traceWriter{}} }
+
+// Traces reports whether the scan query traces.
+func (r *traceRouter) Traces(query uint64) bool {
+	if r.n.Load() == 0 {
+		return false
+	}
+	r.mu.RLock()
+	_, ok := r.scans[query]
+	r.mu.RUnlock()
+	return ok
+}
 
 func (r *traceRouter) TraceRequest(e iosched.Event) {
 	r.mu.RLock()
@@ -34,12 +51,14 @@ func (r *traceRouter) TraceRequest(e iosched.Event) {
 func (r *traceRouter) add(id uint64, w *traceWriter) {
 	r.mu.Lock()
 	r.scans[id] = w
+	r.n.Store(int64(len(r.scans)))
 	r.mu.Unlock()
 }
 
 func (r *traceRouter) remove(id uint64) {
 	r.mu.Lock()
 	delete(r.scans, id)
+	r.n.Store(int64(len(r.scans)))
 	r.mu.Unlock()
 }
 

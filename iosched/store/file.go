@@ -24,11 +24,16 @@ import (
 // of them on every file.
 type fileStore struct{}
 
-var _ Store = (*fileStore)(nil)
+var (
+	_ Store = (*fileStore)(nil)
+	_ Local = (*fileStore)(nil)
+)
 
 func newFileStore() *fileStore { return &fileStore{} }
 
 func (*fileStore) URL(name string) string { return "file://" + name }
+
+func (*fileStore) local() {}
 
 func (s *fileStore) fail(op, name, rng string, err error) error {
 	switch {

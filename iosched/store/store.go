@@ -45,6 +45,16 @@ type Store interface {
 	Close() error
 }
 
+// Local is a Store of local files. A read of one, once begun, runs to its
+// end whatever its context says (a pread is not interrupted), and a second
+// read of the same bytes meets the same page cache and disk: a scheduler
+// that watches a GET for a stall, to cancel or hedge it, could do neither
+// to such a read, and sets no watch on it.
+type Local interface {
+	Store
+	local()
+}
+
 // ObjectInfo describes one listed object.
 type ObjectInfo struct {
 	Name string // name within the store, usable with GetRange
@@ -258,6 +268,9 @@ func DomainName(rawURL string, opts Options) (domain, name string, err error) {
 	if err != nil {
 		return "", "", err
 	}
+	if sc.domainName != nil {
+		return sc.domainName(u, opts)
+	}
 	if domain, err = sc.domain(u, opts); err != nil {
 		return "", "", err
 	}
@@ -277,6 +290,9 @@ type scheme struct {
 	open   func(u schemeURL, opts Options) (Store, string, error)
 	name   func(u schemeURL) (string, error)
 	domain func(u schemeURL, opts Options) (string, error)
+	// domainName, if set, is domain and name at once, where both parse
+	// the same thing (a scan asks for both once per chunk).
+	domainName func(u schemeURL, opts Options) (string, string, error)
 }
 
 // schemes is the one table from URL scheme to store. It is never written.
@@ -314,6 +330,13 @@ var fileScheme = scheme{
 			return "", err
 		}
 		return "file", nil
+	},
+	domainName: func(u schemeURL, _ Options) (string, string, error) {
+		name, err := filePath(u.raw, u.scheme, u.rest)
+		if err != nil {
+			return "", "", err
+		}
+		return "file", name, nil
 	},
 }
 
