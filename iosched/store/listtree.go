@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -89,16 +91,16 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 	// lists the same objects.
 	var first, top keyList
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
+	g.Go(guarded(func() error {
 		var err error
 		first, err = fl.listKeys(gctx, keyQuery{prefix: prefix, pages: 1}, &listBound{})
 		return err
-	})
-	g.Go(func() error {
+	}))
+	g.Go(guarded(func() error {
 		var err error
 		top, err = fl.listKeys(gctx, keyQuery{prefix: prefix, folders: true}, &bound)
 		return err
-	})
+	}))
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
@@ -150,18 +152,18 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 			if i == 0 && strings.HasPrefix(seenTo, p) {
 				// The first page ended inside this folder: the rest of it,
 				// from there, without a delimiter.
-				g.Go(func() error {
+				g.Go(guarded(func() error {
 					var err error
 					rest, err = listRanges(gctx, fl, level[:1], pat, 1, seenTo, &bound)
 					return err
-				})
+				}))
 				continue
 			}
-			g.Go(func() error {
+			g.Go(guarded(func() error {
 				var err error
 				lists[i], err = fl.listKeys(gctx, keyQuery{prefix: p, folders: true}, &bound)
 				return err
-			})
+			}))
 		}
 		if err := g.Wait(); err != nil {
 			return nil, err
@@ -209,7 +211,7 @@ func listRanges(ctx context.Context, fl folderLister, folders []string, pat []st
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range n {
 		run := folders[i*len(folders)/n : (i+1)*len(folders)/n]
-		g.Go(func() error {
+		g.Go(guarded(func() error {
 			first, last := run[0], run[len(run)-1]
 			q := keyQuery{prefix: first}
 			if len(run) > 1 {
@@ -233,7 +235,7 @@ func listRanges(ctx context.Context, fl folderLister, folders []string, pat []st
 			}
 			out[i] = keepMatches(objs, pat)
 			return nil
-		})
+		}))
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -285,4 +287,19 @@ func mayHold(pat []string, folder string) bool {
 		pat = pat[1:]
 	}
 	return len(pat) > 0 // a name below has at least one more part
+}
+
+// guarded is f made safe to run on a goroutine of its own: a panic in it is
+// its error. A listing parses bytes from outside (a server the query may
+// name), and a bug they meet must fail the query, never end the host
+// process, which a panic on a goroutine without a recover does.
+func guarded(f func() error) func() error {
+	return func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("store: internal error (panic) while listing: %v\n%s", r, debug.Stack())
+			}
+		}()
+		return f()
+	}
 }

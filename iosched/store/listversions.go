@@ -76,7 +76,11 @@ func (s *s3Store) ListVersions(ctx context.Context, names []string, parallel int
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			l, sent := s.listRun(ctx, run)
+			var l []ObjectInfo
+			sent := 1
+			// A run that panics (guarded) shows no names: they are asked
+			// one by one, which report what is wrong, if anything.
+			guarded(func() error { l, sent = s.listRun(ctx, run); return nil })()
 			mu.Lock()
 			defer mu.Unlock()
 			requests += sent
