@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/remote-segments/remote_segments/iosched/store"
@@ -33,7 +34,7 @@ func (s *Scheduler) run(id int, t *task) {
 	if t.quietSince.IsZero() {
 		t.quietSince = issued
 	}
-	err := s.attempt(id, t)
+	err := s.guardedAttempt(id, t)
 	if err == nil {
 		s.mu.Lock()
 		s.answerLocked(issued, time.Now(), false)
@@ -80,7 +81,7 @@ func (s *Scheduler) run(id int, t *task) {
 	if impatient {
 		cost = 0
 	}
-	retry := !store.Permanent(err) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) && s.o.Retries > 0
+	retry := !store.Permanent(err) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, errPanicked) && s.o.Retries > 0
 	s.mu.Lock()
 	if throttled {
 		s.answerLocked(issued, time.Now(), true)
@@ -277,6 +278,27 @@ func (s *Scheduler) attempt(id int, t *task) error {
 		return nil
 	}
 	return err
+}
+
+// errPanicked marks an attempt that panicked: a bug met by a store's
+// answer (its headers, its body, an error document) or by our reading of
+// it. It is not retried.
+var errPanicked = errors.New("iosched: internal error (panic)")
+
+// guardedAttempt is attempt with a panic made its error (errPanicked, with
+// the panic and its stack). An IO worker has no caller to recover it, and
+// a panic on it would end the host process; the task fails instead, and
+// its batch reports it.
+func (s *Scheduler) guardedAttempt(id int, t *task) (err error) {
+	defer recovered(&err)
+	return s.attempt(id, t)
+}
+
+// recovered, deferred, makes a panic of its goroutine *err (errPanicked).
+func recovered(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %v\n%s", errPanicked, r, debug.Stack())
+	}
 }
 
 // attemptLocal is attempt for a read of a local file (store.Local): one

@@ -134,10 +134,14 @@ func (s *Scheduler) startHedge(id int, t *task, hs *hedge, from int64, cancelPri
 		defer s.wg.Done()
 		defer cancel(nil)
 		var buf []byte
-		_, err := s.getRange(ctx, cancel, id, t, "hedge", t.off+from, t.length-from, func() []byte {
-			buf = make([]byte, t.length-from)
-			return buf
-		}, nil)
+		var err error
+		func() {
+			defer recovered(&err) // a goroutine of its own: see guardedAttempt
+			_, err = s.getRange(ctx, cancel, id, t, "hedge", t.off+from, t.length-from, func() []byte {
+				buf = make([]byte, t.length-from)
+				return buf
+			}, nil)
+		}()
 		s.mu.Lock()
 		s.hedging--
 		s.mu.Unlock()
