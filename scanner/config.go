@@ -78,8 +78,9 @@ type Config struct {
 	Admit func(rawURL string) error
 
 	Allocator memory.Allocator // for decoded buffers; nil means memory.DefaultAllocator
-	// DebugPanic makes the scan panic at a stage ("bind", "next", or
-	// "chunk": in a chunk's pipeline, after its decode). Tests use it to
+	// DebugPanic makes the scan panic at a stage ("bind", "next",
+	// "chunk": in a chunk's pipeline, after its decode, or "prefetch": in
+	// each of bind's prefetches, before its request). Tests use it to
 	// prove that a panic becomes a DuckDB error instead of a crash, and
 	// gives its memory back.
 	DebugPanic string

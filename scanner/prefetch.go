@@ -2,6 +2,8 @@ package scanner
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	"github.com/remote-segments/remote_segments/budget"
 	"github.com/remote-segments/remote_segments/iosched"
@@ -100,6 +102,16 @@ func (p *Plan) startPrefetch(ctx context.Context) {
 		go func(c Chunk) {
 			defer cancel()
 			defer close(e.done)
+			// No scan yet to fail: a panic is the prefetch's error, and the
+			// scan fetches the chunk itself, reporting what it meets.
+			defer func() {
+				if r := recover(); r != nil {
+					e.data, e.err = nil, fmt.Errorf("remote_segments: internal error (panic) in a prefetch: %v\n%s", r, debug.Stack())
+				}
+			}()
+			if p.cfg.DebugPanic == "prefetch" {
+				panic("debug_panic at prefetch")
+			}
 			e.data, e.err = p.fetchWhole(&c, p.id, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
 				b := s.Submit(ctx, reqs)
 				data, err := b.Wait()

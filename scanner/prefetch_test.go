@@ -234,3 +234,33 @@ func TestKeepIsNeverRequested(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchPanicIsRefetched: a panic in one of bind's prefetches (on a
+// goroutine of its own, before any scan exists to fail) does not end the
+// process: the prefetch counts as failed, the scan fetches those chunks
+// itself and answers right. Without the prefetch's recover this test
+// binary dies.
+func TestPrefetchPanicIsRefetched(t *testing.T) {
+	dir := t.TempDir()
+	stats, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 12, RowsPerChunk: 500, BatchesPerChunk: 1, Seed: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newSlowFiles(t, dir, 5*time.Millisecond)
+	plan, err := Bind(context.Background(), Config{Process: testProcess(t), Rows: f.rows(t, 12), MaxParallelIO: 4, NoHedge: true, DebugPanic: "prefetch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.prefetched) == 0 {
+		t.Fatal("bind started no prefetch: the test needs some")
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, sumX := drain(t, scan, 2, 0)
+	scan.Close()
+	if rows["s0"] != stats[0].Rows || sumX["s0"] != stats[0].SumX {
+		t.Errorf("rows %d sum_x %d, want %d %d", rows["s0"], sumX["s0"], stats[0].Rows, stats[0].SumX)
+	}
+}
