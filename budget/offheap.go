@@ -45,10 +45,9 @@ const abandonedMax = 4 << 30
 var offHeap = &mappings{live: map[uintptr]int{}}
 
 type mappings struct {
-	mu        sync.Mutex
-	live      map[uintptr]int // mapped buffers handed out or kept by a pool, by address: their length
-	abandoned int64
-	stats     MappedStats
+	mu    sync.Mutex
+	live  map[uintptr]int // mapped buffers handed out or kept by a pool, by address: their length
+	stats MappedStats
 }
 
 // MappedStats describes the buffers this process mapped for itself.
@@ -75,7 +74,7 @@ func (m *mappings) take(c int) []byte {
 		return nil
 	}
 	m.mu.Lock()
-	if m.abandoned > abandonedMax {
+	if m.stats.Abandoned > abandonedMax {
 		m.mu.Unlock()
 		return nil
 	}
@@ -93,17 +92,17 @@ func (m *mappings) take(c int) []byte {
 	return buf
 }
 
-// drop unmaps buf if it is one take returned (nothing uses it any more) and
-// reports whether it was; a buffer of the Go heap is left to the collector.
-func (m *mappings) drop(buf []byte) bool {
+// drop unmaps buf if it is one take returned (nothing uses it any more); a
+// buffer of the Go heap is left to the collector.
+func (m *mappings) drop(buf []byte) {
 	n, ok := m.forget(buf)
-	if ok {
-		unmap(unsafe.SliceData(buf), n)
-		m.mu.Lock()
-		m.stats.Unmaps++
-		m.mu.Unlock()
+	if !ok {
+		return
 	}
-	return ok
+	unmap(unsafe.SliceData(buf), n)
+	m.mu.Lock()
+	m.stats.Unmaps++
+	m.mu.Unlock()
 }
 
 // abandon gives buf's pages back to the kernel, if it is one take returned,
@@ -114,7 +113,6 @@ func (m *mappings) abandon(buf []byte) {
 		return
 	}
 	m.mu.Lock()
-	m.abandoned += int64(n)
 	m.stats.Abandoned += int64(n)
 	m.mu.Unlock()
 	dropPages(unsafe.SliceData(buf), n)
