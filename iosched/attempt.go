@@ -198,13 +198,19 @@ func (e *stallError) Unwrap() error { return ErrTimeout }
 // again while the first GET stays stuck, both end and the task is retried
 // as a timeout; so is a GET stuck for four times that long (a second at
 // least) while the hedge budget allows no hedge.
+//
+// A read of a local file (store.Local) runs under the batch's context with
+// no watch (a context of its own, a timer, a hedge): a pread, once begun,
+// runs to its end whatever its context says, so the watch could not act.
 func (s *Scheduler) attempt(id int, t *task) error {
 	b := t.b
-	if _, ok := t.sp.st.(store.Local); ok && t.sp.version == nil {
-		return s.attemptLocal(id, t)
+	_, local := t.sp.st.(store.Local)
+	local = local && t.sp.version == nil
+	ctx, cancel := b.ctx, context.CancelCauseFunc(nil) // a nil cancel: getRange sets no watchdog
+	if !local {
+		ctx, cancel = context.WithCancelCause(b.ctx)
+		defer cancel(nil)
 	}
-	ctx, cancel := context.WithCancelCause(b.ctx)
-	defer cancel(nil)
 	if t.sp.version != nil {
 		return s.askVersion(ctx, cancel, id, t)
 	}
@@ -220,6 +226,11 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	}
 	from := t.done
 	want := t.length - from
+	if local {
+		got, err := s.getRange(ctx, nil, id, t, "GET", t.off+from, want, func() []byte { return s.buffer(t)[from:] }, nil)
+		t.done = from + int64(len(got))
+		return err
+	}
 	hs := &hedge{done: make(chan struct{})}
 	if !s.o.NoHedge {
 		d, ok := s.lat.threshold(want, s.o.HedgeFloor, s.o.HedgeMinSamples)
@@ -299,26 +310,6 @@ func recovered(err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%w: %v\n%s", errPanicked, r, debug.Stack())
 	}
-}
-
-// attemptLocal is attempt for a read of a local file (store.Local): one
-// read under the batch's context, with no watch (a context of its own, a
-// timer, a hedge) that could not act on it.
-func (s *Scheduler) attemptLocal(id int, t *task) error {
-	if t.sp.mapTo != nil && t.length == t.sp.length && s.mapRange(id, t) {
-		return nil
-	}
-	if t.length < 0 {
-		data, err := s.getRange(t.b.ctx, nil, id, t, "GET", t.off, -1, nil, nil)
-		if err == nil {
-			t.buf = data
-		}
-		return err
-	}
-	from := t.done
-	got, err := s.getRange(t.b.ctx, nil, id, t, "GET", t.off+from, t.length-from, func() []byte { return s.buffer(t)[from:] }, nil)
-	t.done = from + int64(len(got))
-	return err
 }
 
 // askVersion asks the store for t's object's version (a Request's

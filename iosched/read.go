@@ -104,7 +104,7 @@ const readToEndHint = 64 << 20
 // after them). The attempt is canceled with ErrTimeout when no first byte
 // arrives within FirstByteTimeout or no further byte within IdleTimeout;
 // hs, if not nil, hears of every byte (the hedge's watch). A nil cancel
-// (a local read: attemptLocal) sets no watchdog.
+// (a local read: see attempt) sets no watchdog.
 func (s *Scheduler) getRange(ctx context.Context, cancel context.CancelCauseFunc, id int, t *task, name string, off, length int64, into func() []byte, hs *hedge) ([]byte, error) {
 	start := time.Now()
 	s.issued.Add(1)
