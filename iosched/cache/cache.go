@@ -335,7 +335,7 @@ func (c *Cache) entryAt(h [32]byte, at place, k Key) (Entry, error) {
 		return Entry{}, err
 	}
 	defer c.releasePack(p)
-	if st.Size < at.off+HeaderSize+at.length {
+	if at.off > st.Size || at.length > st.Size-at.off-HeaderSize { // (a sum of the index's numbers could overflow)
 		return Entry{}, fmt.Errorf("cache: %s: %d bytes, no entry of %d at %d", p.path, st.Size, at.length, at.off)
 	}
 	e := Entry{Path: p.path, Offset: at.off + HeaderSize, Length: at.length, key: h, at: at}

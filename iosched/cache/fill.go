@@ -177,6 +177,7 @@ func (c *Cache) touch(p string, mtime time.Time) {
 // nothing is).
 func (c *Cache) writeFills() {
 	w := fillWriter{c: c, p: pack{c: c}, max: min(packMax, max(c.size/8, 1))}
+	defer w.recover()
 	for {
 		f := c.nextFill(&w)
 		if f == nil {
@@ -186,11 +187,52 @@ func (c *Cache) writeFills() {
 			c.files.utimes(f.touch, time.Now()) // a failure only ages the entry
 			continue
 		}
+		w.cur = f
 		w.add(f)
+		w.cur = nil
 		if w.p.size >= w.max {
 			w.finish()
 		}
 	}
+}
+
+// recover makes a panic of a writer (its goroutine has no caller to
+// recover it: it would end the host) the failure of the fills it held: the
+// one being added and those of its pack end, counted as errors, for their
+// groups' Wait; the pack is dropped, and another writer takes the fills
+// still queued.
+func (w *fillWriter) recover() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	c := w.c
+	fs := w.in
+	if f := w.cur; f != nil {
+		fs = append(fs, f)
+		if f.data != nil { // its room not yet given back (add)
+			c.fills.mu.Lock()
+			c.fills.held -= int64(cap(f.data))
+			c.fills.mu.Unlock()
+		}
+	}
+	if w.p.tmp != "" { // a pack begun: dropped
+		if w.p.fd >= 0 {
+			c.files.close(w.p.fd)
+		}
+		c.files.remove(w.p.tmp)
+	}
+	c.errs.Add(int64(len(fs)))
+	w.done(fs)
+	fq := &c.fills
+	fq.mu.Lock()
+	fq.writers--
+	if len(fq.q) > 0 { // Close waits for them too
+		fq.writers++
+		go c.writeFills()
+	}
+	fq.cond().Broadcast()
+	fq.mu.Unlock()
 }
 
 // packLinger is how long a writer holding a pack waits for more fills
@@ -249,7 +291,8 @@ type fillWriter struct {
 	p      pack
 	max    int64 // the size past which the pack is put in place
 	in     []*fill
-	failed bool // a write into the pack failed: it is dropped
+	failed bool  // a write into the pack failed: it is dropped
+	cur    *fill // the fill being added (for recover)
 	// lingered is set (under the queue's lock) when the writer waited
 	// packLinger for a fill.
 	lingered bool

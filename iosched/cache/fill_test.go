@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,5 +238,70 @@ func TestFillBuffersReused(t *testing.T) {
 	}
 	if fillCap(fillMinPooled-1) != fillMinPooled-1 {
 		t.Fatal("a buffer too small to pool is made larger")
+	}
+}
+
+// panickyFiles are the system's file calls, but the write that brings
+// writes to 0 panics.
+type panickyFiles struct {
+	systemFiles
+	writes atomic.Int32
+}
+
+func (f *panickyFiles) write(fd int, b []byte) (int, error) {
+	if f.writes.Add(-1) == 0 {
+		panic("a write panics")
+	}
+	return f.systemFiles.write(fd, b)
+}
+
+// TestWriterPanicFailsItsFills: a panic in a writer (a goroutine no
+// caller recovers) is the failure of the fills it held, not the end of
+// the process: their group's Wait returns, they count as errors and are
+// no entries, no temporary file stays, and the fills queued behind them
+// are written by another writer. The panic comes at a pack's first write,
+// then at a later one (the pack holding fills written before).
+func TestWriterPanicFailsItsFills(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	c, err := Open(t.TempDir(), 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &panickyFiles{}
+	c.files = f
+	var before Stats
+	for round, at := range []int32{1, 3} {
+		f.writes.Store(at)
+		g := c.NewFillGroup()
+		resume := c.PauseFills()
+		var keys []Key
+		for i := range 6 {
+			k := Key{Object: "o", Version: "v", Offset: int64(round*100+i) << 12, Length: 1 << 12}
+			keys = append(keys, k)
+			if !g.Fill(k, payload(i, 1<<12), false) {
+				t.Fatal("fill dropped below the bound")
+			}
+		}
+		resume()
+		within(t, "Wait after a writer's panic", g.Wait)
+		st := c.Stats()
+		var held int64
+		for i, k := range keys {
+			if hasEntry(t, c, k, payload(i, 1<<12)) {
+				held++
+			}
+		}
+		failed := int64(len(keys)) - held
+		if failed == 0 || st.Fills-before.Fills != held || st.Errors-before.Errors != failed {
+			t.Fatalf("round %d: %d of %d ranges are entries; stats %+v: want the panic to fail some, counted as errors, and the rest stored", round, held, len(keys), st)
+		}
+		before = st
+	}
+	within(t, "Close", c.Close)
+	if c.fills.held != 0 || c.fills.writers != 0 {
+		t.Fatalf("after Close: %d bytes held, %d writers", c.fills.held, c.fills.writers)
+	}
+	if tmp, _ := os.ReadDir(filepath.Join(c.dir, "tmp")); len(tmp) != 0 {
+		t.Fatalf("temporary files left after a panic: %v", tmp)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -207,5 +208,27 @@ func TestPlacesBounded(t *testing.T) {
 	}
 	if p, ok := ps.get(h); !ok || p.pack != maxPlaces+9 {
 		t.Fatalf("the newest slot is %+v, %v", p, ok)
+	}
+}
+
+// TestIndexPastItsPack: an index slot (a file of the shared directory,
+// which another process may have written wrong) naming an entry at an
+// offset whose sum with the entry's length passes the largest int64 is
+// no entry: a miss, not a hit whose bytes lie past the end of its pack.
+func TestIndexPastItsPack(t *testing.T) {
+	c, err := Open(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := Key{Object: "a", Version: "v", Length: 3000}
+	c.Put(k, payload(1, 3000))
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("no hit")
+	}
+	c.indexAt(k.hash(), place{pack: e.at.pack, off: math.MaxInt64 &^ 63, length: k.Length})
+	if e, ok := c.Lookup(k); ok {
+		t.Fatalf("an index slot past the end of its pack is a hit: %+v", e)
 	}
 }

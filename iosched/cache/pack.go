@@ -184,6 +184,7 @@ func (p *pack) finish(failed bool) error {
 	}
 	final := c.packPath(p.num)
 	err := c.files.close(p.fd)
+	p.fd = -1 // closed: a recover (fillWriter.recover) must not close it again
 	if failed {
 		err = fmt.Errorf("cache: fill %s: a write failed", final)
 	}
@@ -228,7 +229,7 @@ func (c *Cache) records(path string) (n, bytes int64) {
 			break
 		}
 		m := int64(binary.LittleEndian.Uint64(hdr[8:16]))
-		if m < 0 || off+HeaderSize+m > st.Size {
+		if m < 0 || m > st.Size-off-HeaderSize { // (off+HeaderSize+m could overflow)
 			break
 		}
 		n++
