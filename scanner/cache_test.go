@@ -317,6 +317,44 @@ func TestCacheLayout(t *testing.T) {
 	}
 }
 
+// TestCacheMixedLayout: a cache filled by scans whose cost model chose
+// differently chunk by chunk (one cold scan whose model changed as the
+// store answered: seen in cache.test under load) holds some chunks whole
+// and others in projected ranges. A scan whose model says "whole" finds
+// the first chunk after bind's held whole, and must still read the others
+// as the cache holds them: no request at all.
+func TestCacheMixedLayout(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 3, RowsPerChunk: 400000, BatchesPerChunk: 2, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	for _, version := range []string{"1", ""} { // the catalog's, or each object's checked
+		rows := sizedRows(t, dir, srv.URL, version)
+		cacheDir := t.TempDir()
+		fill := func(rows []Row, model int) {
+			scan := startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: model}, []int{0})
+			drain(t, scan, 1, 0)
+			scan.Close()
+		}
+		fill(rows[:2], -1)                                                          // chunks 0 and 1 whole
+		fill([]Row{rows[0], rows[2]}, 1)                                            // chunk 2 projected (0 read whole at bind, held)
+		full := startScan(t, Config{Process: testProcess(t), Rows: rows}, []int{0}) // no cache: the answer
+		_, want := drain(t, full, 1, 0)
+		full.Close()
+		for _, model := range []int{-1, 1} {
+			srv.reset(t)
+			scan := startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: model}, []int{0})
+			_, sums := drain(t, scan, 1, 0)
+			scan.Close()
+			if st := scan.Stats(); sums["s0"] != want["s0"] || srv.gets.Load() != 0 || st.ProjectedChunks != 1 {
+				t.Fatalf("version %q, model %d over a cache of both layouts: sum %d (want %d), %d GETs, %d chunks projected (want 1), %d cache hits",
+					version, model, sums["s0"], want["s0"], srv.gets.Load(), st.ProjectedChunks, st.CacheHits)
+			}
+		}
+	}
+}
+
 // flipEntries flips bytes in the body of every entry under dir (headers
 // left whole: only the checksum can tell) and returns how many.
 func flipEntries(t *testing.T, dir string) int {

@@ -95,12 +95,14 @@ func (s *Scan) planProjection(fields []int) bool {
 		return false
 	}
 	defer h.Release()
+	s.cacheProjects = s.cache != nil
 	if s.modelSaysProject(h.Scheduler.Model(), largest) {
 		return true
 	}
 	// A cache that holds the first chunk bind did not read projected
 	// (its tail, not the chunk whole) was filled by a scan that projected:
-	// each chunk then reads as the cache holds it (chunkProjects).
+	// the budget reserves for projected reads. Each chunk reads as the
+	// cache holds it, whatever this says (chunkProjects).
 	for i := 0; s.cache != nil && i < s.plan.Chunks.Len(); i++ {
 		c := s.plan.Chunks.At(i)
 		if size := c.WireLength(); size >= 0 && !s.atBind(&c) {
@@ -122,10 +124,11 @@ func (s *Scan) modelSaysProject(m iosched.Model, size int64) bool {
 
 // chunkProjects decides for chunk c whether the scan reads only its
 // fields' buffers: the scan can project (shouldProject), the chunk's
-// length is known, bind did not read it whole already, and the cost
-// model says it pays.
+// length is known, bind did not read it whole already, and either the
+// cache holds it so or (the cache does not hold it) the scan projects and
+// the cost model says it pays.
 func (s *Scan) chunkProjects(c *Chunk) bool {
-	if !s.projected {
+	if !s.projected && !s.cacheProjects {
 		return false
 	}
 	size := c.WireLength()
@@ -135,7 +138,7 @@ func (s *Scan) chunkProjects(c *Chunk) bool {
 	if whole, known := s.cachedLayout(c, size); known {
 		return !whole
 	}
-	return s.modelSaysProject(s.sched.Model(), size)
+	return s.projected && s.modelSaysProject(s.sched.Model(), size)
 }
 
 // cachedLayout tells, when the scan uses a cache, whether it holds chunk

@@ -41,8 +41,12 @@ type Scan struct {
 	// mappable: the plan's columns may be read from a file's mapping
 	// (mmap.go).
 	mappable bool
-	// projected: fetch only fields' buffers of IPC files.
-	projected bool
+	// projected: fetch only fields' buffers of IPC files. cacheProjects:
+	// the scan could, and uses a cache: a chunk the cache holds in
+	// projected ranges is read so even when projected is false (a cache
+	// filled by a scan whose cost model chose chunk by chunk holds both
+	// layouts).
+	projected, cacheProjects bool
 	// counted: the scan reads no chunk; Next hands out each chunk's
 	// catalog row count (nextCounted); countedNext is the chunk it hands
 	// out next.
