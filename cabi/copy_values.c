@@ -10,23 +10,13 @@
 
 // inline_masks[len] keeps, of 16 bytes loaded from 4 bytes before a string
 // of len <= 12 bytes, the string's own bytes (write_inline).
-#define M0 0, 0, 0, 0
+#define B(n, k) ((n) > (k) ? 0xff : 0)
+#define MASK(n) {0, 0, 0, 0, B(n, 0), B(n, 1), B(n, 2), B(n, 3), B(n, 4), B(n, 5), B(n, 6), B(n, 7), B(n, 8), B(n, 9), B(n, 10), B(n, 11)}
 static const uint8_t inline_masks[13][16] __attribute__((aligned(16))) = {
-	{M0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-	{M0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-	{M0, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0},
-	{M0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	MASK(0), MASK(1), MASK(2), MASK(3), MASK(4), MASK(5), MASK(6), MASK(7), MASK(8), MASK(9), MASK(10), MASK(11), MASK(12),
 };
-#undef M0
+#undef MASK
+#undef B
 #endif
 
 // convert is scale(v, col->unit) checked against the DuckDB type: a product
@@ -87,8 +77,9 @@ void rs_copy_bool(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst,
 // loads whole words where they are inside the buffer (length bytes) and
 // masks off what is not the string's, where write_string's memset and
 // memcpy of a variable length are calls. With SSE2: the 16 bytes from 4
-// before the string, then the length in front (one load, two operations,
-// one store); else 12 bytes from the string (two loads, three stores).
+// before the string, masked, then the length in front (one load, two
+// operations, one store); else 12 bytes from the string (two loads, three
+// stores).
 static inline void write_inline(duckdb_string_t *slot, const char *chars, int64_t s, uint32_t len, int64_t length) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #if defined(__SSE2__)
