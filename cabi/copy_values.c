@@ -5,6 +5,20 @@
 
 #include "copy.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+// inline_masks[len] keeps, of 16 bytes loaded from 4 bytes before a string
+// of len <= 12 bytes, the string's own bytes (write_inline).
+#define B(n, k) ((n) > (k) ? 0xff : 0)
+#define MASK(n) {0, 0, 0, 0, B(n, 0), B(n, 1), B(n, 2), B(n, 3), B(n, 4), B(n, 5), B(n, 6), B(n, 7), B(n, 8), B(n, 9), B(n, 10), B(n, 11)}
+static const uint8_t inline_masks[13][16] __attribute__((aligned(16))) = {
+	MASK(0), MASK(1), MASK(2), MASK(3), MASK(4), MASK(5), MASK(6), MASK(7), MASK(8), MASK(9), MASK(10), MASK(11), MASK(12),
+};
+#undef MASK
+#undef B
+#endif
+
 // convert is scale(v, col->unit) checked against the DuckDB type: a product
 // that overflows, or a result outside [col->lo, col->hi], ends the copy
 // (rs_out_of_range) unless row i is NULL, whose value is arbitrary.
@@ -56,20 +70,31 @@ void rs_copy_bool(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst,
 	}
 }
 
-// write_inline writes a string of at most 12 bytes into its slot: its
-// length, its bytes and zeros after them (DuckDB compares all 16). When 12
-// bytes from s are inside its buffer (avail of them), it loads them whole
-// and masks off what follows the string: two loads and three stores, where
-// write_string's memset and memcpy of a variable length are calls, and the
-// strings of a typical column are short: this is a copy's hot loop (see
-// BENCHMARKS.md, "Figures behind the code").
-static inline void write_inline(duckdb_string_t *slot, const char *s, uint32_t len, int64_t avail) {
+// write_inline writes the string of at most 12 bytes at chars[s, s+len)
+// into its slot: its length, its bytes and zeros after them (DuckDB
+// compares all 16). This is a copy's hot loop (the strings of a typical
+// column are short; see BENCHMARKS.md, "Figures behind the code"), so it
+// loads whole words where they are inside the buffer (length bytes) and
+// masks off what is not the string's, where write_string's memset and
+// memcpy of a variable length are calls. With SSE2: the 16 bytes from 4
+// before the string, masked, then the length in front (one load, two
+// operations, one store); else 12 bytes from the string (two loads, three
+// stores).
+static inline void write_inline(duckdb_string_t *slot, const char *chars, int64_t s, uint32_t len, int64_t length) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (avail >= 12) {
+#if defined(__SSE2__)
+	if (s >= 4 && length - s >= 12) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(chars + s - 4));
+		v = _mm_and_si128(v, _mm_load_si128((const __m128i *)inline_masks[len]));
+		_mm_storeu_si128((__m128i *)slot, _mm_or_si128(v, _mm_cvtsi32_si128((int)len)));
+		return;
+	}
+#else
+	if (length - s >= 12) {
 		uint64_t lo;
 		uint32_t hi;
-		memcpy(&lo, s, 8);
-		memcpy(&hi, s + 8, 4);
+		memcpy(&lo, chars + s, 8);
+		memcpy(&hi, chars + s + 8, 4);
 		if (len < 8) {
 			lo = len ? lo & (~(uint64_t)0 >> (64 - 8 * len)) : 0;
 			hi = 0;
@@ -83,10 +108,11 @@ static inline void write_inline(duckdb_string_t *slot, const char *s, uint32_t l
 		return;
 	}
 #endif
+#endif
 	memset(slot, 0, sizeof(*slot));
 	slot->value.inlined.length = len;
 	if (len) {
-		memcpy(slot->value.inlined.inlined, s, len);
+		memcpy(slot->value.inlined.inlined, chars + s, len);
 	}
 }
 
@@ -107,28 +133,39 @@ static void assign_mapped(duckdb_vector vec, idx_t row, const char *s, uint32_t 
 
 // copy_utf8_w is copy_utf8 for offsets of W bytes (a constant, so that each
 // width gets its own loop). col->length is the character buffer's length.
-static inline void copy_utf8_w(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n, int w) {
+// Each offset is read once: a row's end is the next row's start. The
+// column's fields are read into locals first, since a store into a slot may
+// alias them as far as the compiler knows.
+static inline __attribute__((always_inline)) void copy_utf8_w(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t dst, int64_t p, idx_t n, int w) {
 	duckdb_string_t *slots = (duckdb_string_t *)out;
 	const char *chars = (const char *)col->data;
+	const void *offsets = col->offsets;
+	const uint8_t *validity = col->validity;
+	const int64_t length = col->length;
+	const bool mapped = col->mapped;
+	int64_t o1 = offset_at(offsets, w, p);
 	for (idx_t r = 0; r < n; r++) {
-		int64_t i = p + (int64_t)r;
-		if (col->validity && !bit_at(col->validity, i)) {
+		int64_t i = p + (int64_t)r, o0 = o1;
+		o1 = offset_at(offsets, w, i + 1);
+		if (validity && !bit_at(validity, i)) {
 			continue;
 		}
-		int64_t o0 = offset_at(col->offsets, w, i), o1 = offset_at(col->offsets, w, i + 1);
-		if (__builtin_expect(o0 < 0 || o1 < o0 || o1 > col->length, 0)) {
+		int64_t s = o0, e = o1;
+		// 0 <= s <= e <= length in two unsigned compares: a negative s or e
+		// is larger than any length.
+		if (__builtin_expect((uint64_t)s > (uint64_t)e || (uint64_t)e > (uint64_t)length, 0)) {
 			// A corrupt chunk, or a mapped file another process wrote
 			// since the chunk was decoded.
 			rs_bad_bytes();
-			o0 = o1 = 0;
+			s = e = 0;
 		}
-		uint32_t len = (uint32_t)(o1 - o0);
+		uint32_t len = (uint32_t)(e - s);
 		if (len <= 12) {
-			write_inline(&slots[dst + r], chars + o0, len, col->length - o0);
-		} else if (col->mapped) {
-			assign_mapped(vec, dst + r, chars + o0, len);
+			write_inline(&slots[dst + r], chars, s, len, length);
+		} else if (mapped) {
+			assign_mapped(vec, dst + r, chars + s, len);
 		} else {
-			duckdb_vector_assign_string_element_len(vec, dst + r, chars + o0, len);
+			duckdb_vector_assign_string_element_len(vec, dst + r, chars + s, len);
 		}
 	}
 }

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "rs.h"
+#include "copy.h"
 
 typedef struct rs_guard {
 	sigjmp_buf jump;
@@ -184,4 +184,17 @@ uint64_t rs_guarded_sum(const uint8_t *p, size_t n, bool own, int *why) {
 	}
 	*why = g.fault.why;
 	return sum;
+}
+
+void rs_guarded_copy_utf8(duckdb_string_t *slots, const void *offsets, int32_t width, const uint8_t *chars,
+                          int64_t length, const uint8_t *validity, int64_t p, idx_t n, int *why) {
+	rs_guard g;
+	guard_init(&g, NULL, 0);
+	rs_col col = {.kind = RS_UTF8, .width = width, .length = length, .data = chars, .offsets = offsets, .validity = validity};
+	if (sigsetjmp(g.jump, 0) == 0) {
+		current = &g;
+		rs_copy_utf8(NULL, &col, (uint8_t *)slots, 0, p, n); // the kernel alone: the validity is DuckDB's to copy
+		current = NULL;
+	}
+	*why = g.fault.why;
 }

@@ -119,6 +119,12 @@ char *rs_scratch(size_t n);
 // mapped range is [p, p+n) (none when own is false), setting *why as
 // rs_fill_guarded's fault: the guard's test.
 uint64_t rs_guarded_sum(const uint8_t *p, size_t n, bool own, int *why);
+// rs_guarded_copy_utf8 copies rows [p, p+n) of a string column of short
+// strings (none longer than 12 bytes: no DuckDB call) into slots under a
+// guard, the way rs_fill_guarded does, setting *why as its fault: the string
+// kernel's test. width is the offsets' (4 or 8); validity may be NULL.
+void rs_guarded_copy_utf8(duckdb_string_t *slots, const void *offsets, int32_t width, const uint8_t *chars,
+                          int64_t length, const uint8_t *validity, int64_t p, idx_t n, int *why);
 
 // rs_fill_vector copies logical rows [src, src+n) of col into vec at rows
 // [dst, dst+n): the one entry to the per-type copy kernels (a dispatch by

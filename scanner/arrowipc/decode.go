@@ -119,10 +119,9 @@ func decode(data []byte, mem memory.Allocator, assemble bool) (schema *arrow.Sch
 		// (footerSchemas), and a chunk of the other byte order, into
 		// native-order copies (decodeAssembled); only dictionaries,
 		// which it does not read, are left to arrow-go.
+		// No validateBatches: assembleColumn checked each column of
+		// each batch before wrapping it, and assembleBatch its length.
 		schema, batches, err = decodeAssembled(data, mem, fr.Foreign)
-		if err == nil {
-			err = validateBatches(batches)
-		}
 		if !errors.Is(err, ErrDictionaries) {
 			if err != nil {
 				ReleaseAll(batches)

@@ -137,3 +137,67 @@ func TestLibraryPanicWording(t *testing.T) {
 		t.Errorf("an ordinary arrow-go error: %v", err)
 	}
 }
+
+// A decode checks each string column's offsets once per batch: a file (the
+// assembler's path, whose columns are checked as they are built) and a
+// stream (arrow-go's, checked after), the bytes of both the same batches.
+// The offsets are read in full by a check, the largest part of its cost.
+func TestDecodeChecksOffsetsOnce(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "x", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+		{Name: "l", Type: arrow.BinaryTypes.LargeString},
+	}, nil)
+	const batches = 3
+	var recs []arrow.RecordBatch
+	for k := range batches {
+		b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+		for r := range 100 {
+			b.Field(0).(*array.Int64Builder).Append(int64(k*100 + r))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("row %d", r))
+			b.Field(2).(*array.LargeStringBuilder).Append(fmt.Sprintf("a longer string, row %d", r))
+		}
+		recs = append(recs, b.NewRecordBatch())
+		b.Release()
+	}
+	var file, stream bytes.Buffer
+	fw, err := ipc.NewFileWriter(&file, ipc.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := ipc.NewWriter(&stream, ipc.WithSchema(schema))
+	for _, r := range recs {
+		if err := fw.Write(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := sw.Write(r); err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"file": file.Bytes(), "stream": stream.Bytes()} {
+		before := offsetsChecked.Load()
+		_, got, err := Decode(data, memory.NewGoAllocator())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checks := offsetsChecked.Load() - before
+		if len(got) != batches {
+			t.Fatalf("%s: %d batches, want %d", name, len(got), batches)
+		}
+		s := got[batches-1].Column(2).(*array.LargeString)
+		if v := s.Value(99); v != "a longer string, row 99" {
+			t.Errorf("%s: the last row's string %q", name, v)
+		}
+		ReleaseAll(got)
+		if want := int64(2 * batches); checks != want {
+			t.Errorf("%s: %d checks of offsets for %d string columns in %d batches, want %d (each once)", name, checks, 2, batches, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -105,11 +106,17 @@ func need(d arrow.ArrayData, i int, n int64, what string) error {
 	return nil
 }
 
+// offsetsChecked counts lastOffset's calls: a decode checks each offsets
+// buffer once (reading them is most of a check's cost), which a test holds
+// it to.
+var offsetsChecked atomic.Int64
+
 // lastOffset checks the n+1 offsets of d, starting at its offset, to be
 // non-negative and non-decreasing, and returns the last one. It reads them
 // in place: a string column of every batch passes here, and a copy of its
 // offsets was most of the garbage a scan made.
 func lastOffset(d arrow.ArrayData, width int) (int64, error) {
+	offsetsChecked.Add(1)
 	start, n := int64(d.Offset()), int64(d.Len())
 	if n == 0 && (len(d.Buffers()) < 2 || bufLen(d.Buffers()[1]) == 0) {
 		// Arrow requires offsets only of a non-empty array, and writers omit
