@@ -29,6 +29,10 @@ static void copy_dict(duckdb_vector vec, const rs_col *col, uint8_t *out, idx_t 
 			break;
 		case RS_UTF8: {
 			int64_t o0 = offset_at(dict->offsets, dict->width, dp), o1 = offset_at(dict->offsets, dict->width, dp + 1);
+			if (o1 - o0 > (int64_t)UINT32_MAX) {
+				rs_out_of_range(0, false); // more than a DuckDB string holds (copy_utf8_w)
+				break;
+			}
 			write_string(vec, (duckdb_string_t *)out + dst + r, dst + r, (const char *)dict->data + o0, (uint32_t)(o1 - o0));
 			break;
 		}

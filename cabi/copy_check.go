@@ -26,4 +26,7 @@ func guardedCopyUTF8[T int32 | int64](slots [][16]byte, offsets []T, chars []byt
 	return int(why)
 }
 
-const guardBadBytes = int(C.RS_GUARD_BAD_BYTES)
+const (
+	guardBadBytes = int(C.RS_GUARD_BAD_BYTES)
+	guardRange    = int(C.RS_GUARD_RANGE)
+)

@@ -158,3 +158,22 @@ func TestCopyBadOffsets(t *testing.T) {
 		}
 	}
 }
+
+// A string of more than 4 GiB (8-byte offsets) ends the copy with the
+// out-of-range verdict: DuckDB's length is 32 bits, and the length cut to
+// them would be another, wrong string. The buffer is 5 GiB of address
+// space, never touched.
+func TestCopyStringOver4GiB(t *testing.T) {
+	const size = 5 << 30
+	m, err := unix.Mmap(-1, 0, size, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+	if err != nil {
+		t.Skipf("cannot reserve 5 GiB of address space: %v", err)
+	}
+	defer unix.Munmap(m)
+	for _, offs := range [][]int64{{0, 1<<32 + 5}, {2, 3, 3 + 1<<32}} {
+		slots := make([][16]byte, len(offs)-1)
+		if why := guardedCopyUTF8(slots, offs, m, nil, 0, len(slots)); why != guardRange {
+			t.Errorf("offsets %v: verdict %d, want %d (out of range); slots %x", offs, why, guardRange, slots)
+		}
+	}
+}

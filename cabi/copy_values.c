@@ -159,6 +159,12 @@ static inline __attribute__((always_inline)) void copy_utf8_w(duckdb_vector vec,
 			rs_bad_bytes();
 			s = e = 0;
 		}
+		if (w == 8 && __builtin_expect(e - s > (int64_t)UINT32_MAX, 0)) {
+			// A DuckDB string holds at most 4 GiB: a longer one (of a
+			// large_utf8 column) is an error, never its length cut.
+			rs_out_of_range(0, false);
+			s = e = 0;
+		}
 		uint32_t len = (uint32_t)(e - s);
 		if (len <= 12) {
 			write_inline(&slots[dst + r], chars, s, len, length);
