@@ -253,3 +253,33 @@ func TestConsumerStopsEarly(t *testing.T) {
 			scan.chunks.Load(), len(gets), n, parallel+1)
 	}
 }
+
+// TestLocalLookahead: a scan of local files that sets no max_parallel_io
+// reads 32 chunks ahead of its consumer (the README's default), and no
+// more: a consumer of small local chunks that waited whenever 8 were
+// taken spent more on its waits than on the chunks (iosched's
+// DefaultLocalParallelism). A consumer that stops after its first batch
+// leaves exactly that many chunks read beyond the one it reached.
+func TestLocalLookahead(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 60, RowsPerChunk: 150, BatchesPerChunk: 1, Seed: 28}); err != nil {
+		t.Fatal(err)
+	}
+	const lookahead = 32
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), MemoryBudget: 1 << 30}, []int{0})
+	defer scan.Close()
+	b, err := scan.Next()
+	if err != nil || b == nil {
+		t.Fatalf("first batch: %v, %v", b, err)
+	}
+	defer b.Close()
+	// Once every slot is held by a chunk no consumer reached, nothing
+	// more can be reserved until Next hands one out.
+	deadline := time.Now().Add(waitTimeout)
+	for (scan.chunks.Load() < int64(cap(scan.ahead))+1 || len(scan.ahead) < cap(scan.ahead)) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := scan.chunks.Load(); n != lookahead+1 || cap(scan.ahead) != lookahead {
+		t.Errorf("%d chunks decoded with %d lookahead slots; want %d: the one reached and %d more", n, cap(scan.ahead), lookahead+1, lookahead)
+	}
+}
