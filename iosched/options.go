@@ -11,8 +11,19 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultParallelism      = 64
-	DefaultLocalParallelism = 8 // Domains uses it for file:// and plain paths
+	DefaultParallelism = 64
+	// DefaultLocalParallelism is what Domains uses for file:// and plain
+	// paths. It is well above what a local disk or the page cache needs in
+	// flight, because a scan's lookahead is its max_parallel_io share: the
+	// chunks it may read ahead of its consumer (the bound a LIMIT relies
+	// on). Each time the consumer, on one of DuckDB's threads, has taken
+	// all of that and waits, the runtime must park and later wake that
+	// thread and move a P to it; of small local files a lookahead of 8
+	// chunks made that wait come every few chunks, and it cost more than
+	// the chunks' reads (BENCHMARKS.md, "Figures behind the code"). Reads
+	// of large local chunks are held back by the memory budget long before
+	// 32 of them are in flight.
+	DefaultLocalParallelism = 32
 	DefaultRequestSize      = 8 << 20
 	DefaultCoalesceGap      = 64 << 10
 	DefaultRetries          = 3

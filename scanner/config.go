@@ -24,7 +24,7 @@ type Config struct {
 	Store store.Options // S3 endpoint, region, style, credentials
 
 	// MaxParallelIO sets max_parallel_io of the store domain's scheduler
-	// (shared by the scans of that domain); 0 keeps it (64 remote, 8 local).
+	// (shared by the scans of that domain); 0 keeps it (64 remote, 32 local).
 	MaxParallelIO int
 	// MemoryBudget caps the bytes of the scan's pipeline; 0 sizes it from
 	// the query: clamp(total bytes × BudgetFraction, 64 MiB, 1 GiB).

@@ -234,22 +234,49 @@ func TestConsumerStopsEarly(t *testing.T) {
 	const parallel = 4
 	scan := startScan(t, Config{Process: testProcess(t), Rows: f.rows(t, 40), MaxParallelIO: parallel, MemoryBudget: 1 << 30}, []int{0})
 	defer scan.Close()
+	fillLookahead(t, scan)
+	if n, gets := f.served(); len(gets) != parallel+1 || n != parallel+1 || scan.chunks.Load() != parallel+1 {
+		t.Errorf("%d chunks decoded, %d requested in %d GETs; want %d each: the one reached and max_parallel_io more",
+			scan.chunks.Load(), len(gets), n, parallel+1)
+	}
+}
+
+// fillLookahead takes scan's first batch (closed at the test's end) and
+// waits until every lookahead slot is held by a chunk no consumer reached,
+// all of them decoded: then nothing more can be reserved or requested
+// until Next hands one out.
+func fillLookahead(t *testing.T, scan *Scan) {
+	t.Helper()
 	b, err := scan.Next()
 	if err != nil || b == nil {
 		t.Fatalf("first batch: %v, %v", b, err)
 	}
-	defer b.Close()
+	t.Cleanup(b.Close)
 	deadline := time.Now().Add(waitTimeout)
-	for scan.chunks.Load() < parallel+1 || len(scan.ahead) < cap(scan.ahead) {
+	for scan.chunks.Load() < int64(cap(scan.ahead))+1 || len(scan.ahead) < cap(scan.ahead) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d chunks decoded, %d of %d lookahead slots held: the planner never filled its lookahead", scan.chunks.Load(), len(scan.ahead), cap(scan.ahead))
 		}
 		time.Sleep(time.Millisecond)
 	}
-	// Every slot is held by a chunk no consumer reached: nothing more can
-	// be reserved or requested until Next hands one out.
-	if n, gets := f.served(); len(gets) != parallel+1 || n != parallel+1 || scan.chunks.Load() != parallel+1 {
-		t.Errorf("%d chunks decoded, %d requested in %d GETs; want %d each: the one reached and max_parallel_io more",
-			scan.chunks.Load(), len(gets), n, parallel+1)
+}
+
+// TestLocalLookahead: a scan of local files that sets no max_parallel_io
+// reads 32 chunks ahead of its consumer (the README's default), and no
+// more: a consumer of small local chunks that waited whenever 8 were
+// taken spent more on its waits than on the chunks (iosched's
+// DefaultLocalParallelism). A consumer that stops after its first batch
+// leaves exactly that many chunks read beyond the one it reached.
+func TestLocalLookahead(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 60, RowsPerChunk: 150, BatchesPerChunk: 1, Seed: 28}); err != nil {
+		t.Fatal(err)
+	}
+	const lookahead = 32
+	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks"), MemoryBudget: 1 << 30}, []int{0})
+	defer scan.Close()
+	fillLookahead(t, scan)
+	if n := scan.chunks.Load(); n != lookahead+1 || cap(scan.ahead) != lookahead {
+		t.Errorf("%d chunks decoded with %d lookahead slots; want %d: the one reached and %d more", n, cap(scan.ahead), lookahead+1, lookahead)
 	}
 }

@@ -37,7 +37,7 @@ func ParameterDoc(name string) string {
 
 // parameterDocs are the settings' descriptions (README: Named parameters).
 var parameterDocs = map[string]string{
-	"max_parallel_io":      "IO requests a remote_segments scan keeps in flight (1-4096; default 64 remote, 8 local)",
+	"max_parallel_io":      "IO requests a remote_segments scan keeps in flight (1-4096; default 64 remote, 32 local)",
 	"memory_budget":        "byte ceiling of a remote_segments scan's pipeline, such as '512MiB' (default adaptive)",
 	"budget_fraction":      "fraction of a scan's total bytes its adaptive budget takes (0-1, default 0.25)",
 	"ordered":              "deliver remote_segments batches in catalog order (default false)",

@@ -9,9 +9,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -176,6 +180,9 @@ func (s *fileStore) Size(ctx context.Context, name string) (int64, error) {
 // A folder is read through its descriptor and each file's size asked of
 // it (fstatat), not by the file's whole path: of a listing of many small
 // files, the path walks and a FileInfo each were much of bind's work.
+// Subfolders are listed up to listFolders at once: bind waits for the
+// listing on one thread, and that stat of every file is work the other
+// cores can share.
 func (s *fileStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	dir := prefix
 	if !strings.HasSuffix(dir, "/") {
@@ -184,21 +191,59 @@ func (s *fileStore) List(ctx context.Context, prefix string) ([]ObjectInfo, erro
 	if dir == "" {
 		dir = "/"
 	}
-	var out []ObjectInfo
-	if err := s.listDir(ctx, filepath.FromSlash(dir), prefix, true, &out); err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(listFolders())
+	l := &fileListing{ctx: gctx, prefix: prefix, g: g}
+	err := l.dir(filepath.FromSlash(dir), true)
+	if err != nil {
+		cancel() // the folders still being read stop
+	}
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
 		return nil, s.fail("LIST", prefix, "", err)
 	}
+	out := l.out
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// listDir appends the regular files under folder p whose names start with
-// prefix to out, then lists its subfolders that can hold such names. Only
-// one folder is open at a time. An absent root, or one that is no folder
-// (a file, a link not named with a final slash), lists nothing.
-func (s *fileStore) listDir(ctx context.Context, p, prefix string, root bool, out *[]ObjectInfo) error {
-	if err := ctx.Err(); err != nil {
+// listFolders is how many subfolders a local listing reads at once beside
+// the caller's: one a core, at most 4 (a folder open each).
+func listFolders() int {
+	return min(4, runtime.GOMAXPROCS(0))
+}
+
+// listFolderHook, if set (by a test), is called with each folder a
+// listing is about to read.
+var listFolderHook func(path string)
+
+// fileListing is one List: its folders are read on the caller's goroutine
+// and on up to listFolders more of g, each appending what it found to out.
+type fileListing struct {
+	ctx    context.Context // g's: done at the first failure
+	prefix string
+	g      *errgroup.Group
+	n      atomic.Int64 // objects found, against maxListObjects
+
+	mu  sync.Mutex
+	out []ObjectInfo
+}
+
+// dir appends the regular files under folder p whose names start with the
+// listing's prefix to out, then lists its subfolders that can hold such
+// names: each on a goroutine of g if one is free, else here. A folder is
+// closed before its subfolders are listed. An absent root, or one that is
+// no folder (a file, a link not named with a final slash), lists nothing.
+func (l *fileListing) dir(p string, root bool) error {
+	if err := l.ctx.Err(); err != nil {
 		return err
+	}
+	if listFolderHook != nil {
+		listFolderHook(p)
 	}
 	var fd int
 	var err error
@@ -234,19 +279,20 @@ func (s *fileStore) listDir(ctx context.Context, p, prefix string, root bool, ou
 		base += "/"
 	}
 	var dirs []string
+	var found []ObjectInfo
 	for _, d := range entries {
-		if err := ctx.Err(); err != nil {
+		if err := l.ctx.Err(); err != nil {
 			return err
 		}
 		name := base + d.Name()
 		if d.IsDir() {
 			// Skip folders that cannot contain a match.
-			if strings.HasPrefix(name+"/", prefix) || strings.HasPrefix(prefix, name+"/") {
+			if strings.HasPrefix(name+"/", l.prefix) || strings.HasPrefix(l.prefix, name+"/") {
 				dirs = append(dirs, d.Name())
 			}
 			continue
 		}
-		if !d.Type().IsRegular() || !strings.HasPrefix(name, prefix) {
+		if !d.Type().IsRegular() || !strings.HasPrefix(name, l.prefix) {
 			continue
 		}
 		var st unix.Stat_t
@@ -262,14 +308,23 @@ func (s *fileStore) listDir(ctx context.Context, p, prefix string, root bool, ou
 		if st.Mode&unix.S_IFMT != unix.S_IFREG {
 			continue // replaced since the folder was read
 		}
-		if len(*out) == maxListObjects {
+		if l.n.Add(1) > int64(maxListObjects) {
 			return tooManyObjects()
 		}
-		*out = append(*out, ObjectInfo{Name: name, Size: st.Size})
+		found = append(found, ObjectInfo{Name: name, Size: st.Size})
 	}
 	f.Close()
+	if len(found) > 0 {
+		l.mu.Lock()
+		l.out = append(l.out, found...)
+		l.mu.Unlock()
+	}
 	for _, d := range dirs {
-		if err := s.listDir(ctx, filepath.Join(p, d), prefix, false, out); err != nil {
+		sub := filepath.Join(p, d)
+		if l.g.TryGo(guarded(func() error { return l.dir(sub, false) })) {
+			continue
+		}
+		if err := l.dir(sub, false); err != nil {
 			return err
 		}
 	}

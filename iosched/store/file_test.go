@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -117,6 +120,67 @@ func TestFileListAllocs(t *testing.T) {
 	t.Logf("%.2f allocations a file", a)
 	if a > 5 {
 		t.Errorf("a listing of %d files: %.1f allocations a file, want at most 5", n, a)
+	}
+}
+
+// TestFileListFolders: a local listing reads its subfolders at once, not
+// one after the other (a folder's read here waits until another's has
+// begun), and still finds every file once, sorted, within its bound on
+// objects.
+func TestFileListFolders(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for _, sub := range []string{"a", "b", "b/c"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			name := filepath.Join(dir, sub, fmt.Sprintf("f%d", i))
+			if err := os.WriteFile(name, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, filepath.ToSlash(name))
+		}
+	}
+	sort.Strings(want)
+	st, name := open(t, dir+"/", store.Options{})
+	// Whichever of a and b is read first waits for the other to begin.
+	begun := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	other := map[string]string{"a": "b", "b": "a"}
+	var serial atomic.Bool
+	restore := store.SetListFolderHook(func(p string) {
+		name := filepath.Base(p)
+		if begun[name] == nil {
+			return
+		}
+		close(begun[name])
+		select {
+		case <-begun[other[name]]:
+		case <-time.After(10 * time.Second):
+			serial.Store(true)
+		}
+	})
+	objs, err := st.List(context.Background(), name)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if serial.Load() {
+		t.Fatal("folder a or b was not read while the other waited for it: the subfolders were listed one after the other")
+	}
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.Name)
+		if o.Size != 1 {
+			t.Errorf("%s: size %d, want 1", o.Name, o.Size)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+	defer store.SetListBounds(len(want)-1, 1)()
+	if objs, err := st.List(context.Background(), name); !errors.Is(err, store.ErrTooMany) {
+		t.Errorf("a listing of %d files with a bound of %d: %d objects, err %v; want ErrTooMany", len(want), len(want)-1, len(objs), err)
 	}
 }
 
