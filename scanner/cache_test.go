@@ -282,6 +282,18 @@ func TestCacheLargeChunks(t *testing.T) {
 	}
 }
 
+// layoutCatalogs serves 3 chunks of 2 batches each and returns their
+// catalog rows with lengths, by the version they carry: "1" (the
+// catalog's) and "" (each object's checked).
+func layoutCatalogs(t *testing.T) (*countingServer, map[string][]Row) {
+	dir := t.TempDir()
+	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 3, RowsPerChunk: 400000, BatchesPerChunk: 2, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	return srv, map[string][]Row{"1": sizedRows(t, dir, srv.URL, "1"), "": sizedRows(t, dir, srv.URL, "")}
+}
+
 // TestCacheLayout: a scan whose cost model says otherwise than the one
 // that filled the cache said (a new CLI over the same cache_dir, which has
 // heard no answer of the store yet; a store that answers slower today)
@@ -289,13 +301,8 @@ func TestCacheLargeChunks(t *testing.T) {
 // and makes no request. Before, it read the chunks the other way and
 // fetched them all again (TestCacheLargeChunks failed 1 run in 10 so).
 func TestCacheLayout(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 3, RowsPerChunk: 400000, BatchesPerChunk: 2, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	srv := serveCounting(t, dir)
-	for _, version := range []string{"1", ""} { // the catalog's, or each object's checked
-		rows := sizedRows(t, dir, srv.URL, version)
+	srv, catalogs := layoutCatalogs(t)
+	for version, rows := range catalogs {
 		for _, filled := range []int{1, -1} { // projected, whole
 			cacheDir := t.TempDir()
 			scan := startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: filled}, []int{0})
@@ -324,13 +331,8 @@ func TestCacheLayout(t *testing.T) {
 // the first chunk after bind's held whole, and must still read the others
 // as the cache holds them: no request at all.
 func TestCacheMixedLayout(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := datagen.Write(dir, datagen.Spec{Segments: 1, ChunksPerSegment: 3, RowsPerChunk: 400000, BatchesPerChunk: 2, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	srv := serveCounting(t, dir)
-	for _, version := range []string{"1", ""} { // the catalog's, or each object's checked
-		rows := sizedRows(t, dir, srv.URL, version)
+	srv, catalogs := layoutCatalogs(t)
+	for version, rows := range catalogs {
 		cacheDir := t.TempDir()
 		fill := func(rows []Row, model int) {
 			scan := startScan(t, Config{Process: testProcess(t), Rows: rows, CacheDir: cacheDir, projectModel: model}, []int{0})
