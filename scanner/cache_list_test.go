@@ -32,6 +32,18 @@ type s3Dir struct {
 	pageSize           int // keys per listing page
 	mu                 sync.Mutex
 	listETag           func(key, etag string) string // what a listing says of key (nil: its ETag)
+	// beforeList, if set, runs before a listing is answered, and onGet
+	// before a GET is (set with hooks).
+	beforeList func(r *http.Request)
+	onGet      func(key string)
+}
+
+// hooks sets s's beforeList and onGet: requests of an earlier bind may
+// still be running.
+func (s *s3Dir) hooks(beforeList func(r *http.Request), onGet func(key string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeList, s.onGet = beforeList, onGet
 }
 
 func etagOf(data []byte) string {
@@ -62,6 +74,12 @@ func (s *s3Dir) serve(w http.ResponseWriter, r *http.Request) {
 	key = strings.TrimPrefix(key, "/")
 	if key == "" && r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2" {
 		s.lists.Add(1)
+		s.mu.Lock()
+		before := s.beforeList
+		s.mu.Unlock()
+		if before != nil {
+			before(r)
+		}
 		s.list(w, r)
 		return
 	}
@@ -76,6 +94,12 @@ func (s *s3Dir) serve(w http.ResponseWriter, r *http.Request) {
 		s.heads.Add(1)
 	case http.MethodGet:
 		s.gets.Add(1)
+		s.mu.Lock()
+		onGet := s.onGet
+		s.mu.Unlock()
+		if onGet != nil {
+			onGet(key)
+		}
 	}
 	w.Header().Set("ETag", etagOf(data))
 	http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(data)))

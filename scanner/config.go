@@ -85,6 +85,11 @@ type Config struct {
 	// gives its memory back.
 	DebugPanic string
 
+	// firstListed, if set, gets the chunks of a glob's or prefix's first
+	// listing page while the rest is listed (catalog.Source.First; set by
+	// Bind, see early.go).
+	firstListed func(*Chunks)
+
 	// startingCapFloor replaces budget.DefaultMin as the starting cap's minimum (tests
 	// watch the cap grow from a small starting cap); 0 means budget.DefaultMin.
 	startingCapFloor int64

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/test/datagen"
 )
@@ -148,8 +149,12 @@ func TestWholeChunkDecodesItsFields(t *testing.T) {
 					t.Errorf("chunk %s: a batch of %d columns, want %d (the scan's fields)", b.Chunk.ChunkID, b.Record.NumCols(), len(fields))
 				}
 			}
-			col := b.Column(2)
-			col.Retain()
+			// A copy: the column's buffers are the pool's, reused or
+			// unmapped once the batch and the scan are closed.
+			col, err := array.Concatenate([]arrow.Array{b.Column(2)}, memory.DefaultAllocator)
+			if err != nil {
+				t.Fatal(err)
+			}
 			out[b.Chunk.ChunkID] = append(out[b.Chunk.ChunkID], col)
 			b.Close()
 		})

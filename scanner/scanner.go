@@ -99,8 +99,10 @@ func (p *Plan) scanID() uint64 {
 // the scan is sure to need its bytes: when the catalog does not give every
 // chunk's num_rows (so that no query is answered without the chunks) and
 // no chunk can be dropped after bind (Config.PruneAfterBind), bind reads
-// the first chunk whole and starts the next ones (prefetch.go). On failure
-// it returns an error naming the source, the catalog row or the chunk.
+// the first chunk whole and starts the next ones (prefetch.go). Of a glob
+// or prefix whose listing takes more than one page, it does that on the
+// first page, while the rest is listed (early.go). On failure it returns
+// an error naming the source, the catalog row or the chunk.
 func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	if cfg.Allocator == nil {
 		cfg.Allocator = memory.DefaultAllocator
@@ -115,12 +117,22 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 	if cfg.UnionByName {
 		cfg.Keep = nil
 	}
+	if cfg.Process == nil {
+		return nil, ErrNoProcess
+	}
+	id := cfg.Process.nextScanID.Add(1)
+	early := newBindAhead(ctx, &cfg, id)
+	if early != nil {
+		cfg.firstListed = early.start
+	}
 	chunks, err := resolveSource(ctx, &cfg)
+	cfg.firstListed = nil
 	if err != nil {
+		early.stop()
 		return nil, err
 	}
 	head := chunks.First()
-	p := &Plan{cfg: cfg, Chunks: chunks, home: head.URL, id: cfg.Process.nextScanID.Add(1), pruned: int64(chunks.Dropped())}
+	p := &Plan{cfg: cfg, Chunks: chunks, home: head.URL, id: id, pruned: int64(chunks.Dropped())}
 	if cfg.CacheDir != "" {
 		if p.cache, err = cfg.Process.caches.open(cfg.CacheDir, cfg.CacheSize); err != nil {
 			return nil, fmt.Errorf("remote_segments: cache_dir: %w", err)
@@ -130,10 +142,13 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		p.cacheUses = map[uint64]*cacheUse{p.id: bound}
 	}
 	ahead := !cfg.PruneAfterBind && fetchesAhead(&cfg, chunks)
-	if n := head.WireLength(); ahead && n > 0 && n <= bindWholeMax {
-		p.startPrefetch(ctx) // the first chunk is read whole: the next ones go with it
+	first, taken, err := early.take(p, &head, ahead)
+	if !taken {
+		if n := head.WireLength(); ahead && n > 0 && n <= bindWholeMax {
+			p.startPrefetch(ctx) // the first chunk is read whole: the next ones go with it
+		}
+		first, err = p.readSchema(ctx, &head, ahead)
 	}
-	first, err := p.readSchema(ctx, &head, ahead)
 	if err != nil {
 		p.dropPrefetch(nil)
 		return nil, err

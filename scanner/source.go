@@ -40,6 +40,6 @@ func resolveSource(ctx context.Context, cfg *Config) (*Chunks, error) {
 		return nil, ErrNoProcess
 	}
 	src := catalog.Source{Path: cfg.Source, Rows: cfg.Rows, URLs: cfg.URLs, Keep: cfg.Keep, Parallelism: cfg.MaxParallelIO,
-		Listed: cfg.CacheDir != ""}
+		Listed: cfg.CacheDir != "", First: cfg.firstListed}
 	return catalog.Resolve(ctx, src, func(rawURL string) (*iosched.Hold, error) { return openObject(rawURL, cfg) })
 }

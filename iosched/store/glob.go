@@ -22,6 +22,19 @@ import (
 // On failure (of any one listing), returns the store's error, which names
 // the URL, once every listing has stopped.
 func Glob(ctx context.Context, st Store, pattern string, parallel int) ([]ObjectInfo, error) {
+	return GlobFirst(ctx, st, pattern, parallel, nil)
+}
+
+// GlobFirst is Glob, and on a store that lists by folder it calls first,
+// once, with the objects of the listing's first page that match (sorted
+// by name, as the store sent them), when that page is not the whole
+// listing: the answer's first objects, so a caller may start on them
+// while the rest is listed. It is called on a goroutine of the listing,
+// before GlobFirst returns; it must not block. It is not called when
+// nothing on the first page matches. The objects are only a hint: a store
+// whose listing changes between two pages, or that sends names out of
+// order, can return an answer that does not start with them.
+func GlobFirst(ctx context.Context, st Store, pattern string, parallel int, first func([]ObjectInfo)) ([]ObjectInfo, error) {
 	i := strings.IndexAny(pattern, "*?[\\")
 	if i < 0 {
 		size, err := st.Size(ctx, pattern)
@@ -33,7 +46,7 @@ func Glob(ctx context.Context, st Store, pattern string, parallel int) ([]Object
 	if _, err := path.Match(strings.ReplaceAll(pattern, "**", "*"), ""); err != nil {
 		return nil, fmt.Errorf("store: glob %s: %w", st.URL(pattern), err)
 	}
-	return listTree(ctx, st, pattern[:i], strings.Split(pattern, "/"), parallel)
+	return listTree(ctx, st, pattern[:i], strings.Split(pattern, "/"), parallel, first)
 }
 
 // ListTree returns what st.List(ctx, prefix) returns: every object whose
@@ -44,7 +57,12 @@ func Glob(ctx context.Context, st Store, pattern string, parallel int) ([]Object
 // are asked once, with List. On failure (of any one listing), returns the
 // store's error, which names the URL, once every listing has stopped.
 func ListTree(ctx context.Context, st Store, prefix string, parallel int) ([]ObjectInfo, error) {
-	return listTree(ctx, st, prefix, nil, parallel)
+	return ListTreeFirst(ctx, st, prefix, parallel, nil)
+}
+
+// ListTreeFirst is ListTree, calling first as GlobFirst does.
+func ListTreeFirst(ctx context.Context, st Store, prefix string, parallel int, first func([]ObjectInfo)) ([]ObjectInfo, error) {
+	return listTree(ctx, st, prefix, nil, parallel, first)
 }
 
 // MaxListObjects bounds the objects one List returns, and MaxListPages the

@@ -18,7 +18,7 @@ func (panickyLister) listKeys(context.Context, keyQuery, *listBound) (keyList, e
 // listing with an error naming it; it does not end the process (without
 // guarded, this test binary dies).
 func TestListingPanicIsAnError(t *testing.T) {
-	_, err := listTree(context.Background(), panickyLister{newFileStore()}, "ds/", nil, 4)
+	_, err := listTree(context.Background(), panickyLister{newFileStore()}, "ds/", nil, 4, nil)
 	if err == nil || !strings.Contains(err.Error(), "panic") || !strings.Contains(err.Error(), "a page the parser choked on") {
 		t.Fatalf("listTree over a panicking listing = %v, want an error naming the panic", err)
 	}

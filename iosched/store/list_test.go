@@ -549,3 +549,54 @@ func TestGlobRetriesPages(t *testing.T) {
 		t.Errorf("an always throttled page was asked %d times, want a few", n)
 	}
 }
+
+// TestGlobFirstPage: GlobFirst and ListTreeFirst hand over the first
+// page's matches, once, before they return, and those are the answer's
+// first objects; a listing of one page, or a first page with no match,
+// hands over nothing (the answer is there as soon).
+func TestGlobFirstPage(t *testing.T) {
+	leakCheck(t)
+	ctx := context.Background()
+	for _, perPage := range []int{1, 3, 20, 1000} {
+		f := &fakeS3{keys: treeKeys(), perPage: perPage}
+		st := openFake(t, f)
+		for _, pattern := range []string{"ds/**/*.arrow", "ds/*/*.arrow", "**", "ds/deep/**/x.arrow", "nothing/**"} {
+			var calls int
+			var first []store.ObjectInfo
+			got, err := store.GlobFirst(ctx, st, "bkt/"+pattern, 8, func(objs []store.ObjectInfo) {
+				calls++
+				first = objs
+			})
+			if err != nil {
+				t.Fatalf("GlobFirst(%s), %d a page: %v", pattern, perPage, err)
+			}
+			onePage := perPage >= len(f.keys)
+			switch {
+			case calls > 1:
+				t.Fatalf("GlobFirst(%s), %d a page: first called %d times", pattern, perPage, calls)
+			case onePage && calls != 0:
+				t.Errorf("GlobFirst(%s): first called for a listing of one page", pattern)
+			case calls == 1 && (len(first) == 0 || len(first) > len(got) || !slices.Equal(first, got[:len(first)])):
+				t.Errorf("GlobFirst(%s), %d a page: first got %v, not the start of the answer %v", pattern, perPage, first, got)
+			}
+			for _, o := range first {
+				if !store.Match("bkt/"+pattern, o.Name) {
+					t.Errorf("GlobFirst(%s): first got %s, which does not match", pattern, o.Name)
+				}
+			}
+			if pattern == "ds/**/*.arrow" && !onePage && calls != 1 {
+				t.Errorf("GlobFirst(%s), %d a page: first not called", pattern, perPage)
+			}
+		}
+		var calls int
+		got, err := store.ListTreeFirst(ctx, st, "bkt/ds/", 8, func(objs []store.ObjectInfo) {
+			calls++
+			if len(objs) != min(perPage, len(objs)) {
+				t.Errorf("ListTreeFirst: %d objects from a page of %d", len(objs), perPage)
+			}
+		})
+		if err != nil || (calls != 1) != (perPage >= len(f.keys)) {
+			t.Errorf("ListTreeFirst, %d a page: %d objects, %v, first called %d times", perPage, len(got), err, calls)
+		}
+	}
+}

@@ -76,7 +76,10 @@ const maxFolderLevels = 4
 //     split into parallel ranges: more folders at once would not run at
 //     once, and a deep tree of sparse folders would cost a request per
 //     folder, a chain of single folders a round trip per level.
-func listTree(ctx context.Context, st Store, prefix string, pat []string, parallel int) ([]ObjectInfo, error) {
+//
+// first, if not nil, is called with the first page's matches as soon as
+// that page is in and known not to be the whole listing (see GlobFirst).
+func listTree(ctx context.Context, st Store, prefix string, pat []string, parallel int, first func([]ObjectInfo)) ([]ObjectInfo, error) {
 	fl, ok := st.(folderLister)
 	if !ok || parallel < 2 {
 		objs, err := st.List(ctx, prefix)
@@ -89,11 +92,16 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 	// The first page has a bound of its own until it is known to be a
 	// part of the answer, not all of it: the delimiter listing beside it
 	// lists the same objects.
-	var first, top keyList
+	var page, top keyList
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(guarded(func() error {
 		var err error
-		first, err = fl.listKeys(gctx, keyQuery{prefix: prefix, pages: 1}, &listBound{})
+		page, err = fl.listKeys(gctx, keyQuery{prefix: prefix, pages: 1}, &listBound{})
+		if err == nil && page.more && first != nil {
+			if objs := keepMatches(slices.Clone(page.objs), pat); len(objs) > 0 {
+				first(objs)
+			}
+		}
 		return err
 	}))
 	g.Go(guarded(func() error {
@@ -104,23 +112,23 @@ func listTree(ctx context.Context, st Store, prefix string, pat []string, parall
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	if !first.more {
-		return keepMatches(first.objs, pat), nil
+	if !page.more {
+		return keepMatches(page.objs, pat), nil
 	}
 	// Every name up to seenTo is on the first page; the other listings
 	// keep only names after it.
 	seenTo := ""
-	if len(first.objs) > 0 {
-		seenTo = first.objs[len(first.objs)-1].Name
+	if len(page.objs) > 0 {
+		seenTo = page.objs[len(page.objs)-1].Name
 	}
 	// The delimiter listing counted the prefix's own objects, and those up
 	// to seenTo are on the first page too (unless the listing changed
 	// between the two answers).
 	i := sort.Search(len(top.objs), func(k int) bool { return top.objs[k].Name > seenTo })
-	if err := bound.add(max(0, len(first.objs)-i)); err != nil {
+	if err := bound.add(max(0, len(page.objs)-i)); err != nil {
 		return nil, &RequestError{Op: "LIST", URL: st.URL(prefix), Err: err}
 	}
-	found := [][]ObjectInfo{keepMatches(first.objs, pat), keepMatches(top.objs[i:], pat)}
+	found := [][]ObjectInfo{keepMatches(page.objs, pat), keepMatches(top.objs[i:], pat)}
 	level := keepFolders(top.folders, pat)
 	for depth := 1; len(level) > 0; depth++ {
 		// The level's first seen folders had every name on the first page.

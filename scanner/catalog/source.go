@@ -66,6 +66,12 @@ type Source struct {
 	// (Chunk.Listed), which a local cache uses; without it they are not
 	// kept (a few dozen bytes an object).
 	Listed bool
+	// First, when set, is called at most once, on a goroutine of a glob's
+	// or prefix's listing, with the list its first page makes, while the
+	// rest is listed (see store.GlobFirst): the source's first chunks, made
+	// as Resolve makes them, unless the listing changes before its end. It
+	// must not block.
+	First func(*List)
 }
 
 func (s *Source) maxBytes() int64 {
@@ -136,15 +142,23 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 		parallel = h.Scheduler.Parallelism()
 	}
 	parallel = min(parallel, h.Scheduler.Stats().Limit)
+	var first func([]store.ObjectInfo)
+	if src.First != nil {
+		first = func(objs []store.ObjectInfo) {
+			if l, err := listed(objs, source, st, src); err == nil {
+				src.First(l)
+			}
+		}
+	}
 	var objs []store.ObjectInfo
 	switch {
 	case hasGlobMeta(name):
-		objs, err = store.Glob(ctx, st, name, parallel)
+		objs, err = store.GlobFirst(ctx, st, name, parallel, first)
 		if err == nil && len(objs) == 0 {
 			err = fmt.Errorf("%w: nothing matches %q", ErrNoChunks, source)
 		}
 	case strings.HasSuffix(name, "/"):
-		objs, err = store.ListTree(ctx, st, name, parallel)
+		objs, err = store.ListTreeFirst(ctx, st, name, parallel, first)
 		if err == nil && len(objs) == 0 {
 			err = fmt.Errorf("%w: nothing under %q", ErrNoChunks, source)
 		}
@@ -163,6 +177,11 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote_segments: %w", err)
 	}
+	return listed(objs, source, st, src)
+}
+
+// listed makes the list of the objects st listed for source.
+func listed(objs []store.ObjectInfo, source string, st store.Store, src Source) (*List, error) {
 	if len(objs) > src.maxChunks() {
 		return nil, tooManyChunks(source, len(objs), src.maxChunks())
 	}

@@ -65,6 +65,11 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote edge-case inputs to %s/edge\n", *out)
+		if err := datagen.WritePaged(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote %d one-row objects (two S3 listing pages) to %s/paged\n", datagen.PagedObjects, *out)
 		if err := datagen.WriteLarge(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "datagen:", err)
 			os.Exit(1)
