@@ -1,7 +1,10 @@
 package scanner
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -125,4 +128,38 @@ func TestBindAheadDropped(t *testing.T) {
 func firstPage(r *http.Request) bool {
 	q := r.URL.Query()
 	return q.Get("delimiter") == "" && q.Get("continuation-token") == "" && q.Get("start-after") == ""
+}
+
+// TestBindAheadFirstObjects: the list bind starts on is the first page's
+// first objects only, as many as it reads ahead needs (four times
+// max_parallel_io, plus one), each the chunk of the same row in the full
+// listing.
+func TestBindAheadFirstObjects(t *testing.T) {
+	dir, _ := writeDataset(t)
+	extra := filepath.Join(dir, "chunks", "segment=s9")
+	if err := os.MkdirAll(extra, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if err := os.WriteFile(filepath.Join(extra, fmt.Sprintf("c%02d.arrow", i)), []byte("not read"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := serveS3Dir(t, dir, "bkt")
+	srv.pageSize = 11 // 18 objects: two pages
+	var early *Chunks
+	cfg := Config{Process: testProcess(t), Source: "s3://bkt/chunks/**/*.arrow", Store: srv.options(), MaxParallelIO: 2}
+	cfg.firstListed = func(l *Chunks) { early = l }
+	all, err := resolveSource(t.Context(), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early == nil || early.Len() != 4*2+1 || all.Len() != 18 {
+		t.Fatalf("the first page's list: %v; want 9 of the 18 chunks", early)
+	}
+	for i := range early.Len() {
+		if e, a := early.At(i), all.At(i); e.URL != a.URL || e.Row != a.Row || e.Size != a.Size {
+			t.Errorf("chunk %d of the first page: %s row %d, the listing's %s row %d", i, e.URL, e.Row, a.URL, a.Row)
+		}
+	}
 }

@@ -67,9 +67,10 @@ type Source struct {
 	// kept (a few dozen bytes an object).
 	Listed bool
 	// First, when set, is called at most once, on a goroutine of a glob's
-	// or prefix's listing, with the list its first page makes, while the
-	// rest is listed (see store.GlobFirst): the source's first chunks, made
-	// as Resolve makes them, unless the listing changes before its end. It
+	// or prefix's listing, with the list of its first page's first objects
+	// (at most four times the parallelism, plus one), while the rest is
+	// listed (see store.GlobFirst): the source's first chunks, made as
+	// Resolve makes them, unless the listing changes before its end. It
 	// must not block.
 	First func(*List)
 }
@@ -145,6 +146,11 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 	var first func([]store.ObjectInfo)
 	if src.First != nil {
 		first = func(objs []store.ObjectInfo) {
+			// Bind reads the first chunk and at most parallel - 1 more
+			// ahead; four times that leaves room for a shard's. A page
+			// of a million names (a server may send one) is not built
+			// twice.
+			objs = objs[:min(len(objs), 4*parallel+1)]
 			if l, err := listed(objs, source, st, src); err == nil {
 				src.First(l)
 			}
