@@ -226,7 +226,7 @@ bench: release tools
 	go run ./test/bench/scan -out build/bench -reps 5 -md build/bench/sweep.md
 	go build -o $(PEERS_BIN) ./test/bench/peers
 	$(PEERS_BIN) -install
-	go run ./test/bench/io -out build/bench -md build/bench/io.md -hosts cli,cli-v2,gohost,cli-glob -node build/peers/node -peer-mix-runs $(PEER_MIX_RUNS) -svg test/bench/w2_inflight.svg \
+	go run ./test/bench/io -out build/bench -md build/bench/io.md -hosts cli,cli-v2,gohost,cli-glob,raw-proc -node build/peers/node -peer-mix-runs $(PEER_MIX_RUNS) -svg test/bench/w2_inflight.svg \
 		-w2-svg test/bench/w2_peers.svg -w3-svg test/bench/w3_peers.svg
 	go run ./test/bench/gohost -out build/bench
 	go run ./test/bench/concurrent -out build/bench

@@ -24,7 +24,7 @@ import (
 // host's, not the listing's; and cli-glob, the CLI finding the same objects
 // by a listing, so that the listing's cost is seen apart.
 var (
-	hostList  = flag.String("hosts", "cli", "hosts that scan W2 and the overload case beside the in-process pipeline, with a catalog: cli (the DuckDB CLI, the v1.2.0 file), cli-v2 (the same CLI, the 2.0 edition), gohost (the Go driver); or with a glob, listing the objects first: cli-glob (the CLI, the v1.2.0 file); empty: none")
+	hostList  = flag.String("hosts", "cli", "hosts that scan W2 and the overload case beside the in-process pipeline, with a catalog: cli (the DuckDB CLI, the v1.2.0 file), cli-v2 (the same CLI, the 2.0 edition), gohost (the Go driver); or with a glob, listing the objects first: cli-glob (the CLI, the v1.2.0 file); or raw-proc, the raw loop in a process of its own (what a fresh process costs, with no DuckDB and no decode); empty: none")
 	extV2Path = flag.String("ext-v2", "build/release/v2.0.0/remote_segments.duckdb_extension", "the 2.0 edition, for the host cli-v2")
 	goHost    = flag.String("gohost", "build/bench/gohost", "the Go-driver host (test/host/gohost built without -race), for the host gohost")
 )
@@ -35,6 +35,7 @@ var hostKinds = []struct{ key, name string }{
 	{"cli-v2", "the DuckDB CLI (2.0 edition)"},
 	{"gohost", "a Go program (database/sql)"},
 	{"cli-glob", "the DuckDB CLI (v1.2.0 file) with a glob"},
+	{rawProcHost, "the raw loop in a process of its own"},
 }
 
 func hostsOn() []string {
@@ -112,6 +113,9 @@ func (b *bench) hostScan(host string, d *dataset, cfg faultproxy.Config, p int, 
 	}
 	query := fmt.Sprintf("SELECT %ss3_endpoint := '%s', s3_access_key_id := '%s', s3_secret_access_key := '%s', s3_region := '%s', s3_url_style := 'path');",
 		sel, proxy.URL, b.srv.AccessKey, b.srv.SecretKey, b.srv.Region)
+	if host == rawProcHost {
+		return b.rawProc(d, proxy, cat, p)
+	}
 	var bin, ext string
 	switch host {
 	case "cli", "cli-glob":
@@ -142,6 +146,32 @@ func (b *bench) hostScan(host string, d *dataset, cfg faultproxy.Config, p int, 
 	default:
 		if r.err = checkAnswer(stdout, d.expected(wide)); r.err != nil {
 			r.err = fmt.Errorf("%s: %w", host, r.err)
+		}
+	}
+	return r
+}
+
+// rawProc runs the raw loop over catalog in a process of its own (see
+// rawproc.go) through proxy, under /usr/bin/time -v, and checks that it
+// read every byte of d.
+func (b *bench) rawProc(d *dataset, proxy *faultproxy.Proxy, catalog string, p int) runResult {
+	self, err := os.Executable()
+	if err != nil {
+		return runResult{err: err}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *peerTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), rawChildEnv+"="+b.rawChildArgs(proxy.URL, catalog, p))
+	r, stdout, stderr, runErr := runTimed(cmd, proxy)
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		r.err = fmt.Errorf("raw-proc: killed after %v", peerTimeout.Round(time.Second))
+	case runErr != nil:
+		r.err = fmt.Errorf("raw-proc: %v: %s", runErr, lastLine(stderr))
+	default:
+		if r.err = checkAnswer(stdout, map[string]float64{"bytes": float64(d.bytes)}); r.err != nil {
+			r.err = fmt.Errorf("raw-proc: %w", r.err)
 		}
 	}
 	return r

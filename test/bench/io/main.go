@@ -168,6 +168,9 @@ func (b *bench) tracePath() string {
 }
 
 func main() {
+	if rawChild() {
+		return
+	}
 	flag.Parse()
 	log.SetFlags(0)
 	fmt.Printf("io benchmark: versitygw behind faultproxy (%v per request), memory_budget %q; %s\n", *latency, *budget, loadAvg())
@@ -640,6 +643,9 @@ func (b *bench) table3(d *dataset) {
 		asks64 := must("asks 64", b.scan(d, cfg, 64, nil))
 		b.md.overload = append(b.md.overload, [2]runResult{told16, asks64})
 		for _, h := range hostsOn() {
+			if h == rawProcHost {
+				continue // no scan: nothing to throttle
+			}
 			ht16, ha64 := b.hostScan(h, d, cfg, 16, true), b.hostScan(h, d, cfg, 64, true)
 			if b.md.hostOverload == nil {
 				b.md.hostOverload = map[string][][2]runResult{}

@@ -292,6 +292,12 @@ func (m *markdown) w2HostsSection(w, g func(string, ...any), mid *dataset) {
 	w("\n")
 	top := m.w2[len(m.w2)-1]
 	for _, h := range hosts {
+		if h == rawProcHost {
+			if n, _, ok := top.hostRatios(h); ok {
+				g("- **The raw loop in a process of its own** (max_parallel_io %d, %d rounds, two runs each): %s the raw loop in the bench's process. It is what a fresh process costs by itself (its start, its first connections, its heap grown from nothing), with no DuckDB and no decode: no host reaches more.\n", top.p, len(top.raw), n)
+			}
+			continue
+		}
 		var xs []float64
 		var fl []float64
 		failed := 0
