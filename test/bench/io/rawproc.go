@@ -73,6 +73,9 @@ func runRawChild(args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(recs) < 2 {
+		return fmt.Errorf("catalog %s names no object", args[4])
+	}
 	var objs []object
 	var largest int64
 	for _, r := range recs[1:] { // url,length
