@@ -26,7 +26,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"os/exec"
@@ -381,49 +380,18 @@ func (b *bench) raw(d *dataset, cfg faultproxy.Config, p int, part int64) runRes
 	defer proxy.Close()
 	defer st.Close()
 	cpu0 := cpuTime()
-	type piece struct{ key, off, n int64 }
-	var pieces []piece
-	var largest int64
+	var pieces []rawPiece
 	for i, size := range d.sizes {
 		for off := int64(0); off < size; off += part {
-			pieces = append(pieces, piece{int64(i), off, min(part, size-off)})
-			largest = max(largest, min(part, size-off))
+			pieces = append(pieces, rawPiece{"bench/" + d.keys[i], off, min(part, size-off)})
 		}
 	}
-	var next, got atomic.Int64
-	var firstErr atomic.Pointer[error]
-	var wg sync.WaitGroup
-	for range p {
-		wg.Go(func() {
-			// As large as the largest piece, no larger: zeroing a buffer
-			// of part bytes per goroutine would slow the reference.
-			buf := make([]byte, largest)
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(pieces)) || firstErr.Load() != nil {
-					return
-				}
-				pc := pieces[i]
-				body, err := st.GetRange(context.Background(), "bench/"+d.keys[pc.key], pc.off, pc.n)
-				if err == nil {
-					var n int
-					n, err = io.ReadFull(body, buf[:pc.n])
-					body.Close()
-					got.Add(int64(n))
-				}
-				if err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	got, err := rawLoop(st, p, pieces)
 	r := measured(runResult{}, proxy, cpu0)
-	if e := firstErr.Load(); e != nil {
-		r.err = *e
-	} else if got.Load() != d.bytes {
-		r.err = fmt.Errorf("raw loop read %d of %d bytes", got.Load(), d.bytes)
+	if err != nil {
+		r.err = err
+	} else if got != d.bytes {
+		r.err = fmt.Errorf("raw loop read %d of %d bytes", got, d.bytes)
 	}
 	return r
 }
