@@ -95,6 +95,9 @@ func (b *bench) hostScan(host string, d *dataset, cfg faultproxy.Config, p int, 
 	if err != nil {
 		return runResult{err: err}
 	}
+	if host == rawProcHost {
+		return b.rawProc(d, proxy, cat, p)
+	}
 	src := cat
 	if host == "cli-glob" {
 		// The same objects, found by a listing (inside the window: its
@@ -113,9 +116,6 @@ func (b *bench) hostScan(host string, d *dataset, cfg faultproxy.Config, p int, 
 	}
 	query := fmt.Sprintf("SELECT %ss3_endpoint := '%s', s3_access_key_id := '%s', s3_secret_access_key := '%s', s3_region := '%s', s3_url_style := 'path');",
 		sel, proxy.URL, b.srv.AccessKey, b.srv.SecretKey, b.srv.Region)
-	if host == rawProcHost {
-		return b.rawProc(d, proxy, cat, p)
-	}
 	var bin, ext string
 	switch host {
 	case "cli", "cli-glob":
