@@ -350,7 +350,7 @@ func (c *Cache) entryAt(h [32]byte, at place, k Key) (Entry, error) {
 		}
 		e.sum, e.summed = binary.LittleEndian.Uint32(hdr[16:20]), true
 	}
-	c.touch(p.path, time.Unix(st.Mtim.Unix()))
+	c.touch(p.path, mtimeOf(&st))
 	return e, nil
 }
 
