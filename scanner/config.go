@@ -138,7 +138,7 @@ func ParseBytes(s string) (int64, error) {
 	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || num == "" {
-		return 0, fmt.Errorf("%q is not a number with an optional unit", s)
+		return 0, fmt.Errorf("%q is not a non-negative number with an optional unit", s)
 	}
 	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
 		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[unit]

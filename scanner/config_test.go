@@ -15,9 +15,9 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"lots":                `"lots" is not a number with an optional unit`,
-		"-5":                  `"-5" is not a number with an optional unit`,
-		"":                    `"" is not a number with an optional unit`,
+		"lots":                `"lots" is not a non-negative number with an optional unit`,
+		"-5":                  `"-5" is not a non-negative number with an optional unit`,
+		"":                    `"" is not a non-negative number with an optional unit`,
 		"1PiB":                `"1PiB" has unknown unit "pib" (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)`,
 		"9e99":                `"9e99" has unknown unit "e99" (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)`,
 		"8EiB":                `"8EiB" has unknown unit "eib" (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)`,

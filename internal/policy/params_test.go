@@ -70,7 +70,7 @@ func TestApplyParametersRefuses(t *testing.T) {
 		{nil, map[string]string{"max_parallel_io": "5000"}, "max_parallel_io must be an integer from 1 to 4096"},
 		{nil, map[string]string{"memory_budget": "12KiB"}, "memory_budget must be at least 1048576 bytes"},
 		{nil, map[string]string{"memory_budget": "lots"}, "memory_budget must be a byte size"},
-		{nil, map[string]string{"memory_budget": "-5"}, `memory_budget must be a byte size such as '512MiB' or '2GB': "-5" is not a number with an optional unit`},
+		{nil, map[string]string{"memory_budget": "-5"}, `memory_budget must be a byte size such as '512MiB' or '2GB': "-5" is not a non-negative number with an optional unit`},
 		{nil, map[string]string{"budget_fraction": "1.5"}, "budget_fraction must be a number above 0 and at most 1"},
 		{nil, map[string]string{"ordered": "maybe"}, "ordered must be true or false"},
 		{nil, map[string]string{"request_size": "1KiB"}, "request_size must be at least 4096 bytes"},
