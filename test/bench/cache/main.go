@@ -382,8 +382,9 @@ func (b *bench) workload(root string, d *dataset) {
 		os.RemoveAll(coldDir)
 		os.RemoveAll(coldVDir)
 	}
-	diskWalls, diskCPUs := b.diskWrite(root, d, 0)
-	pausedWalls, pausedCPUs := b.diskWrite(root, d, diskPause)
+	objects := readObjects(d)
+	diskWalls, diskCPUs := diskWrite(root, d.name, objects, 0)
+	pausedWalls, pausedCPUs := diskWrite(root, d.name, objects, diskPause)
 	mib := float64(d.bytes) / (1 << 20)
 	speed := func(t time.Duration) float64 { return mib / t.Seconds() }
 	mNone, mCold, mColdV, mV, mC, mG, mLocal := median(none), median(cold), median(coldV), median(warmV), median(warmC), median(warmG), median(local)
@@ -488,16 +489,8 @@ func (b *bench) checkFilled(dirs ...string) {
 	}
 }
 
-// diskWrite times writing d's bytes, read into memory beforehand, as one
-// file per object under root, -reps times, each run pause after the last
-// one's files were deleted: what a cold scan's fills write (without their
-// checksums and packs), the reference for the cold scan's cost. It
-// returns each run's wall time and this process's CPU time. The pause is
-// a finding of its own: on a virtual machine that gives freed memory back
-// to its host, a page cache that grows into pages freed a few seconds
-// before costs several times what it costs at once (it is what a cold
-// scan meets: the bench deletes the last cold cache seconds before).
-func (b *bench) diskWrite(root string, d *dataset, pause time.Duration) (walls, cpus []time.Duration) {
+// readObjects returns the bytes of d's objects, from its local files.
+func readObjects(d *dataset) [][]byte {
 	data := make([][]byte, len(d.local))
 	for i, p := range d.local {
 		var err error
@@ -505,8 +498,22 @@ func (b *bench) diskWrite(root string, d *dataset, pause time.Duration) (walls, 
 			log.Fatal(err)
 		}
 	}
+	return data
+}
+
+// diskWrite times writing data (a dataset's objects, in memory) as one
+// file per object under root, -reps times, each run pause after the last
+// one's files were deleted: what a cold scan's fills write (without their
+// checksums and packs), the reference for the cold scan's cost. It
+// returns each run's wall time and this process's CPU time. The pause is
+// a finding of its own: on a virtual machine that gives freed memory back
+// to its host, a page cache that grows into pages freed a few seconds
+// before (what a cold scan meets: the bench deletes the last cold cache
+// seconds before) may cost several times what it costs at once, and the
+// same write varies that much from run to run.
+func diskWrite(root, name string, data [][]byte, pause time.Duration) (walls, cpus []time.Duration) {
 	for range *reps {
-		dir := filepath.Join(root, d.name+"-disk")
+		dir := filepath.Join(root, name+"-disk")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			log.Fatal(err)
 		}
