@@ -12,10 +12,12 @@ package cache
 // a temporary file nothing reads, removed by a later eviction. Two
 // processes filling the same key write the same bytes; the last index
 // write wins. Readers check the header and the CRC of what they read (the
-// cache's own store as it reads, read.go, or Check) and drop an entry
-// that fails, so a corrupted or torn entry, or an index slot that is not
-// true, costs one refetch, never a wrong answer. Nothing is synced to the
-// disk: a crash that tears an entry is caught by the same check.
+// cache's own store as it reads, read.go, or Check, which a process does
+// not repeat for an entry whose pack it sees unchanged since it checked
+// it: checked.go) and drop an entry that fails, so a corrupted or torn
+// entry, or an index slot that is not true, costs one refetch, never a
+// wrong answer. Nothing is synced to the disk: a crash that tears an
+// entry is caught by the same check.
 //
 // Nothing in memory decides what is valid: the key carries the version,
 // and a new version is a new key. The in-memory counters are only
@@ -136,6 +138,11 @@ type Entry struct {
 	summed bool     // sum was read by Lookup; if not, reading the entry checks it
 	key    [32]byte // the hash of its Key
 	at     place
+	// state is its pack's, as Lookup found it; settled, whether a read
+	// begun after that stat reads bytes that a later write would give
+	// another state (see checked.go).
+	state   packState
+	settled bool
 }
 
 // Name is the name to read e by through StoreFor's store: the cache's
@@ -152,13 +159,43 @@ func (e Entry) Name() string {
 // fetched and stored anew, and returns an error wrapping ErrCorrupt. The
 // bytes of an entry that the cache's own store reads are checked by that
 // read (it fails on bytes that do not match): Check has nothing left to do.
+//
+// An entry this process checked before is not summed again while a stat
+// of its pack gives the state Lookup found, the one it had when it was
+// checked (checked.go).
 func (c *Cache) Check(e Entry, data []byte) error {
-	if !e.summed || int64(len(data)) == e.Length && crc32.Checksum(data, crcTable) == e.sum {
+	if !e.summed {
 		return nil
 	}
+	if int64(len(data)) == e.Length {
+		same := c.stateIs(e.at.pack, e.state)
+		if same && c.checked.has(e.at, e.state) {
+			return nil
+		}
+		c.sums.Add(1)
+		if crc32.Checksum(data, crcTable) == e.sum {
+			if same && e.settled {
+				c.checked.add(e.at, e.state)
+			}
+			return nil
+		}
+	}
+	c.checked.forget(e.at)
 	c.corrupt.Add(1)
 	c.unindex(e.key, e.at)
 	return fmt.Errorf("%w: %s", ErrCorrupt, e.Path)
+}
+
+// stateIs reports whether pack num, stat'ed now, is still in the
+// directory with state s.
+func (c *Cache) stateIs(num uint64, s packState) bool {
+	var st syscall.Stat_t
+	p, err := c.acquirePack(num, &st)
+	if err != nil {
+		return false
+	}
+	c.releasePack(p)
+	return stateOf(&st) == s
 }
 
 // Cache is a cache directory as one process sees it. Its methods are safe
@@ -174,6 +211,10 @@ type Cache struct {
 	evicting sync.Mutex
 
 	hits, hitBytes, misses, stored, evictions, validations, corrupt, refused, errs atomic.Int64
+	sums                                                                           atomic.Int64 // entries summed by Check (tests tell by it what it remembered)
+
+	checked checkedEntries // see checked.go
+	settle  time.Duration  // settleTick; a test's own
 
 	fills fillQueue // see fill.go
 
@@ -227,6 +268,7 @@ func Open(dir string, size int64) (*Cache, error) {
 	c.fills.bound = FillBytes
 	c.fills.linger = packLinger
 	c.packs.idle = packIdle
+	c.settle = settleTick
 	c.used.Store(c.count())
 	return c, nil
 }
@@ -330,6 +372,7 @@ func (c *Cache) entryAt(h [32]byte, at place, k Key) (Entry, error) {
 		return Entry{}, errNotItsKey
 	}
 	var st syscall.Stat_t
+	start := time.Now()
 	p, err := c.acquirePack(at.pack, &st)
 	if err != nil {
 		return Entry{}, err
@@ -338,7 +381,8 @@ func (c *Cache) entryAt(h [32]byte, at place, k Key) (Entry, error) {
 	if at.off > st.Size || at.length > st.Size-at.off-HeaderSize { // (a sum of the index's numbers could overflow)
 		return Entry{}, fmt.Errorf("cache: %s: %d bytes, no entry of %d at %d", p.path, st.Size, at.length, at.off)
 	}
-	e := Entry{Path: p.path, Offset: at.off + HeaderSize, Length: at.length, key: h, at: at}
+	e := Entry{Path: p.path, Offset: at.off + HeaderSize, Length: at.length, key: h, at: at, state: stateOf(&st)}
+	e.settled = e.state.settled(start, c.settle)
 	if k.Length < 0 || k.Length > readWholeMax {
 		var hdr [HeaderSize]byte
 		got, err := c.files.preadv(p.fd, [][]byte{hdr[:]}, at.off)

@@ -411,3 +411,129 @@ func TestPlantedLinksNotFollowed(t *testing.T) {
 		}
 	}
 }
+
+// bigEntry puts a range larger than readWholeMax (read in place, checked
+// by Check) into a new cache whose reads settle at once, and returns it.
+func bigEntry(t *testing.T, settle time.Duration) (*Cache, Key, []byte) {
+	t.Helper()
+	c, err := Open(t.TempDir(), 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.settle = settle
+	k := Key{Object: "s3://b/big.arrow", Version: "etag:1", Length: readWholeMax + 4096}
+	data := payload(3, int(k.Length))
+	if ok, err := c.Put(k, data); !ok || err != nil {
+		t.Fatalf("Put = %v, %v", ok, err)
+	}
+	return c, k, data
+}
+
+// lookupRead is Lookup then readEntry, which must find the entry.
+func lookupRead(t *testing.T, c *Cache, k Key) ([]byte, error) {
+	t.Helper()
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("the entry is not found")
+	}
+	return readEntry(c, e)
+}
+
+// flip flips one byte of the bytes of k's entry on disk.
+func flip(t *testing.T, c *Cache, k Key) {
+	t.Helper()
+	e, ok := c.Lookup(k)
+	if !ok {
+		t.Fatal("the entry is not found")
+	}
+	f, err := os.OpenFile(e.Path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, e.Offset+e.Length/2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{^b[0]}, e.Offset+e.Length/2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckedEntryNotSummedAgain: an entry read in place is summed at its
+// first read in the process, not at the next while its pack is unchanged,
+// and a byte flipped in the pack since is caught all the same.
+func TestCheckedEntryNotSummedAgain(t *testing.T) {
+	c, k, data := bigEntry(t, 0)
+	for i := range 3 {
+		b, err := lookupRead(t, c, k)
+		if err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("read %d: %v (bytes equal: %v)", i, err, bytes.Equal(b, data))
+		}
+	}
+	if n := c.sums.Load(); n != 1 {
+		t.Fatalf("summed %d times in three reads of an unchanged pack, want 1", n)
+	}
+	time.Sleep(20 * time.Millisecond) // a tick of the file system's clock: the flip's change time is new
+	flip(t, c, k)
+	if _, err := lookupRead(t, c, k); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("read after a byte was flipped in the checked entry = %v, want ErrCorrupt", err)
+	}
+	if _, ok := c.Lookup(k); ok {
+		t.Fatal("the corrupt entry is still found")
+	}
+	// Stored again and read: summed again, the pack being another.
+	c.Put(k, data)
+	sums := c.sums.Load()
+	if b, err := lookupRead(t, c, k); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("read of the entry stored again: %v", err)
+	}
+	if c.sums.Load() != sums+1 {
+		t.Fatal("an entry of a new pack was not summed")
+	}
+}
+
+// TestUnsettledEntrySummedAgain: an entry read before its pack's change
+// time is a tick old is summed at every read, since a write in the same
+// tick would leave the pack's state as it was.
+func TestUnsettledEntrySummedAgain(t *testing.T) {
+	c, k, data := bigEntry(t, time.Hour)
+	for i := range 3 {
+		if b, err := lookupRead(t, c, k); err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("read %d: %v", i, err)
+		}
+	}
+	if n := c.sums.Load(); n != 3 {
+		t.Fatalf("summed %d times in three reads of a pack changed within the tick, want 3", n)
+	}
+	flip(t, c, k)
+	if _, err := lookupRead(t, c, k); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("read after a byte was flipped = %v, want ErrCorrupt", err)
+	}
+}
+
+func TestPackStateSettled(t *testing.T) {
+	at := time.Date(2026, 12, 3, 9, 0, 0, 123456789, time.UTC)
+	fine := packState{ctime: at.UnixNano()}
+	whole := packState{ctime: at.Truncate(time.Second).UnixNano()}
+	for _, tc := range []struct {
+		s     packState
+		after time.Duration // of the read's start after the change time
+		tick  time.Duration
+		want  bool
+	}{
+		{fine, 0, settleTick, false},
+		{fine, settleTick - 1, settleTick, false},
+		{fine, settleTick, settleTick, true},
+		{fine, time.Hour, settleTick, true},
+		{fine, -time.Second, settleTick, false}, // a change time ahead of the clock
+		{whole, time.Second, settleTick, false}, // a clock of seconds: two of them
+		{whole, 2 * time.Second, settleTick, true},
+		{fine, 0, 0, true},
+	} {
+		start := time.Unix(0, tc.s.ctime).Add(tc.after)
+		if got := tc.s.settled(start, tc.tick); got != tc.want {
+			t.Errorf("settled(ctime %d, read %v after, tick %v) = %v, want %v", tc.s.ctime, tc.after, tc.tick, got, tc.want)
+		}
+	}
+}

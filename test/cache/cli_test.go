@@ -24,7 +24,39 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("CACHE_TEST_FLIP"); dir != "" {
+		// Run by a CLI's .shell (TestFlipCaughtInOneProcess).
+		if n, err := flipEntries(dir); err != nil || n == 0 {
+			fmt.Fprintf(os.Stderr, "flipping the entries of %s: %d packs, %v\n", dir, n, err)
+			os.Exit(1)
+		}
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// flipEntries flips bytes past the header (cache.HeaderSize) of every
+// pack in the cache directory dir, the headers left whole, and returns how
+// many packs it changed.
+func flipEntries(dir string) (int, error) {
+	flipped := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(p, string(filepath.Separator)+"entries"+string(filepath.Separator)) {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i := 64; i < len(b); i += 101 {
+			b[i] ^= 0x3c
+		}
+		flipped++
+		return os.WriteFile(p, b, 0o644)
+	})
+	return flipped, err
+}
 
 // tools returns the CLI and the extension, failing the test when they are
 // not built.
@@ -215,23 +247,8 @@ func TestCorruptEntryRefetched(t *testing.T) {
 	if b, err := cli(duckdb, query(ext, list, cacheDir)).CombinedOutput(); err != nil || string(b) != want(stats) {
 		t.Fatalf("cold CLI: %v\n%s", err, b)
 	}
-	flipped := 0
-	filepath.WalkDir(cacheDir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.Contains(p, string(filepath.Separator)+"entries"+string(filepath.Separator)) {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for i := 64; i < len(b); i += 101 { // past the header (cache.HeaderSize)
-			b[i] ^= 0x3c
-		}
-		flipped++
-		return os.WriteFile(p, b, 0o644)
-	})
-	if flipped == 0 {
-		t.Fatal("the cold CLI left no entry")
+	if flipped, err := flipEntries(cacheDir); err != nil || flipped == 0 {
+		t.Fatalf("the cold CLI left no entry to flip (%d), or %v", flipped, err)
 	}
 	o.gets.Store(0)
 	if b, err := cli(duckdb, query(ext, list, cacheDir)).CombinedOutput(); err != nil || string(b) != want(stats) {
@@ -239,5 +256,63 @@ func TestCorruptEntryRefetched(t *testing.T) {
 	}
 	if o.gets.Load() == 0 {
 		t.Fatal("no GET after every entry was corrupted: the corrupt bytes were served")
+	}
+}
+
+// TestFlipCaughtInOneProcess: a process does not sum again the large
+// entries it checked while their packs are unchanged (iosched/cache,
+// checked.go). In one CLI: two warm scans (the first checks every entry,
+// the second need not), then bytes flipped in every pack by another
+// process (the CLI's .shell), then a scan: it catches them, fetches the
+// chunks again and answers right.
+func TestFlipCaughtInOneProcess(t *testing.T) {
+	duckdb, ext := tools(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Chunks of ~2.4 MiB, read whole (every column): entries larger than
+	// the 1 MiB the cache's own store reads, checked by Check.
+	dir, _ := dataset(t, datagen.Spec{Segments: 2, ChunksPerSegment: 2, RowsPerChunk: 60000, BatchesPerChunk: 2, Seed: 17})
+	o := serve(t, dir)
+	list, cacheDir := urlList(t, dir, o.URL), t.TempDir()
+	scan := func(cached bool) string {
+		opt := ""
+		if cached {
+			opt = fmt.Sprintf("cache_dir := '%s', ", cacheDir)
+		}
+		return fmt.Sprintf("SELECT segment_id, count(*), sum(x), sum(i), sum(d), count(b), sum(length(s)) FROM remote_segments(%s, %smax_parallel_io := 8) GROUP BY ALL ORDER BY 1;\n", list, opt)
+	}
+	truth, err := cli(duckdb, fmt.Sprintf("LOAD '%s'; %s", ext, scan(false))).CombinedOutput()
+	if err != nil || len(truth) == 0 {
+		t.Fatalf("scan without a cache: %v\n%s", err, truth)
+	}
+	if b, err := cli(duckdb, fmt.Sprintf("LOAD '%s'; %s", ext, scan(true))).CombinedOutput(); err != nil || string(b) != string(truth) {
+		t.Fatalf("cold CLI: %v\n%s\nwant\n%s", err, b, truth)
+	}
+	large := 0
+	filepath.WalkDir(filepath.Join(cacheDir, "remote_segments_cache_v1", "entries"), func(p string, d os.DirEntry, err error) error {
+		if info, ierr := d.Info(); err == nil && ierr == nil && !d.IsDir() && info.Size() > 1<<20 {
+			large++
+		}
+		return err
+	})
+	if large == 0 {
+		t.Fatal("no pack larger than 1 MiB: the entries are not read in place, and the test tests nothing")
+	}
+	gets := o.gets.Load()
+	// .shell runs the test binary, which flips the entries (TestMain).
+	script := fmt.Sprintf("LOAD '%s';\n.shell sleep 0.3\n%s%s.shell env CACHE_TEST_FLIP=%s %s\n%sSELECT corrupt > 0 FROM remote_segments_cache();\n",
+		ext, scan(true), scan(true), cacheDir, self, scan(true))
+	cmd := cli(duckdb, "")
+	cmd.Args = cmd.Args[:len(cmd.Args)-2] // no -c: the script on stdin, dot commands and all
+	cmd.Stdin = strings.NewReader(script)
+	b, err := cmd.CombinedOutput()
+	wantOut := strings.Repeat(string(truth), 3) + "true\n"
+	if err != nil || string(b) != wantOut {
+		t.Fatalf("warm, warm, flipped, scan in one CLI: %v\n%s\nwant\n%s", err, b, wantOut)
+	}
+	if o.gets.Load() == gets {
+		t.Fatal("no GET after the flip: the flipped bytes were served")
 	}
 }
