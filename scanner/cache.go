@@ -22,6 +22,7 @@ package scanner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"io"
 	"path/filepath"
 	"slices"
@@ -254,8 +255,9 @@ func (p *Plan) objectKey(st store.Store, name string) string {
 
 // checkVersionsAhead checks, at the scan's start, the versions of its
 // objects that carry no catalog version (nor, in the scan after bind, a
-// listed one) and that the cache filled before (those bind read are
-// checked already). Where a store can tell many objects' versions by
+// listed one) and that the cache filled before (those bind read or
+// checked are checked already: see checkVersionsAtBind). Where a store
+// can tell many objects' versions by
 // listing them (store.VersionLister: dozens of objects of one bucket, a
 // listing page each thousand), they are listed; the others, and those
 // the listings do not show, get one request for the headers each, on
@@ -267,83 +269,148 @@ func (p *Plan) objectKey(st store.Store, name string) string {
 // batch of its own: one object that fails its check (gone, refused)
 // must not cancel the others'.
 func (s *Scan) checkVersionsAhead() {
-	cu := s.cache
-	if cu == nil {
+	if s.cache == nil {
 		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer s.guard()
-		var checks []*objectCheck
-		seen := map[string]bool{}
-		// The scan's max_parallel_io on h's scheduler.
-		slots := func(h *iosched.Hold) int {
-			if n := s.plan.cfg.MaxParallelIO; n > 0 {
-				return n
-			}
-			return h.Scheduler.Parallelism()
-		}
-		// The checks go out in batches as the catalog is read, at most
-		// max_parallel_io batches at once: the first chunks need not wait
-		// for the whole of a catalog of a million objects.
-		var batches sync.WaitGroup
-		var sem chan struct{}
-		send := func(checks []*objectCheck) {
-			if len(checks) == 0 {
-				return
-			}
-			if sem == nil {
-				sem = make(chan struct{}, checks[0].slots)
-			}
-			sem <- struct{}{}
-			batches.Go(func() {
-				defer func() { <-sem }()
-				defer s.guard()
-				unlisted := cu.listVersions(checks)
-				for _, q := range unlisted {
-					q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
-				}
-				for _, q := range unlisted {
-					cu.finish(q.vc, q.b)
-					q.h.Release()
-				}
-			})
-		}
-		for _, c := range s.plan.Chunks.All() {
-			if cu.givenVersion(&c) != "" || seen[c.URL] || s.ctx.Err() != nil {
-				continue
-			}
-			seen[c.URL] = true
-			h, err := openObject(c.URL, &s.plan.cfg)
-			if err != nil {
-				continue // the chunk's own read reports it
-			}
-			object := s.plan.objectKey(h.Store, h.Name)
-			if _, ok := h.Store.(store.Versioner); !ok || cu.asked(object) != nil {
-				h.Release() // not cached, or checked, learned or being checked
-				continue
-			}
-			if !cu.c.Known(object) {
-				// Never cached: its reads need not ask the cache's notes again.
-				cu.learned(object, "")
-				h.Release()
-				continue
-			}
-			vc, mine := cu.claim(object)
-			if !mine {
-				h.Release()
-				continue
-			}
-			checks = append(checks, &objectCheck{vc: vc, h: h, prio: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, slots: slots(h)})
-			if len(checks) == checkBatch {
-				send(checks)
-				checks = nil
-			}
-		}
-		send(checks)
-		batches.Wait()
+		s.plan.checkVersions(s.ctx, s.cache, s.id, 0, s.guard)
 	}()
+}
+
+// checkVersionsAtBind begins, as bind begins to read, the checks of the
+// first objects checkVersionsAhead would check: a wave of them (the
+// catalog's first objects, known to the cache or not), of which bind's
+// own check of the first object is one, so that the scan's first
+// chunks do not wait for a round trip after bind's. The wave is the
+// scan's max_parallel_io less one slot for bind's read of the first
+// chunk (its requests are not the scan's: see fetchAtBind): bind's
+// prefetches wait for their checks, so bind never has more requests in
+// flight than max_parallel_io, and once the scan starts, the checks still
+// running count in its share (they are the scan's query). Only where no chunk can be dropped after bind (as for
+// bind's prefetches): a pruned object costs no request. The checks end
+// on their own, or with the statement; the first scan shares them (see
+// useCache), waits for those its chunks need and checks the rest.
+func (p *Plan) checkVersionsAtBind(ctx context.Context, cu *cacheUse) {
+	slots := p.cfg.MaxParallelIO
+	if slots <= 0 {
+		h, err := openObject(p.home, &p.cfg)
+		if err != nil {
+			return // bind reports it
+		}
+		slots = h.Scheduler.Parallelism()
+		h.Release()
+	}
+	if slots < 2 {
+		return // no slot beside bind's own read
+	}
+	// No scan yet to fail: a panic fails the checks it left open (their
+	// chunks are then fetched), and goes no further.
+	guard := func() { recover() }
+	go func() {
+		defer guard()
+		p.checkVersions(ctx, cu, p.id, slots-1, guard)
+	}()
+}
+
+// checkVersions makes the checks of checkVersionsAhead for the scan with
+// id query (its ctx and cache use cu), of the first limit objects (0: all).
+// guard is deferred by each goroutine it starts (the scan's, or bind's).
+func (p *Plan) checkVersions(ctx context.Context, cu *cacheUse, query uint64, limit int, guard func()) {
+	var checks []*objectCheck
+	defer func() { failOpen(checks) }() // a panic's: those claimed, not sent
+	seen := map[string]bool{}
+	// The scan's max_parallel_io on h's scheduler.
+	slots := func(h *iosched.Hold) int {
+		if n := p.cfg.MaxParallelIO; n > 0 {
+			return n
+		}
+		return h.Scheduler.Parallelism()
+	}
+	// The checks go out in batches as the catalog is read, at most
+	// max_parallel_io batches at once: the first chunks need not wait
+	// for the whole of a catalog of a million objects.
+	var batches sync.WaitGroup
+	var sem chan struct{}
+	send := func(checks []*objectCheck) {
+		if len(checks) == 0 {
+			return
+		}
+		if sem == nil {
+			sem = make(chan struct{}, checks[0].slots)
+		}
+		sem <- struct{}{}
+		batches.Go(func() {
+			defer func() { <-sem }()
+			defer guard()
+			defer failOpen(checks) // a panic's: those not ended
+			unlisted := cu.listVersions(checks)
+			for _, q := range unlisted {
+				q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
+			}
+			for _, q := range unlisted {
+				cu.finish(q.vc, q.b)
+				q.h.Release()
+			}
+		})
+	}
+	for _, c := range p.Chunks.All() {
+		if limit > 0 && len(seen) == limit {
+			break
+		}
+		if cu.givenVersion(&c) != "" || seen[c.URL] || ctx.Err() != nil {
+			continue
+		}
+		seen[c.URL] = true
+		h, err := openObject(c.URL, &p.cfg)
+		if err != nil {
+			continue // the chunk's own read reports it
+		}
+		object := p.objectKey(h.Store, h.Name)
+		if _, ok := h.Store.(store.Versioner); !ok {
+			h.Release() // not cached
+			continue
+		}
+		if cu.asked(object) != nil {
+			h.Release() // checked, learned or being checked
+			continue
+		}
+		if !cu.c.Known(object) {
+			// Never cached: its reads need not ask the cache's notes again.
+			cu.learned(object, "")
+			h.Release()
+			continue
+		}
+		vc, mine := cu.claim(object)
+		if !mine {
+			h.Release()
+			continue
+		}
+		checks = append(checks, &objectCheck{vc: vc, h: h, prio: iosched.Priority{Query: query, Seq: int64(c.Row)}, slots: slots(h)})
+		if len(checks) == checkBatch {
+			send(checks)
+			checks = nil
+		}
+	}
+	send(checks)
+	checks = nil
+	batches.Wait()
+}
+
+// failOpen ends the checks of checks still open with an error (the
+// version unknown: their chunks are fetched). Only the goroutine that
+// ends them calls it: after a panic, nothing else ends them.
+func failOpen(checks []*objectCheck) {
+	for _, q := range checks {
+		select {
+		case <-q.vc.done:
+		default:
+			q.vc.version, q.vc.err = "", errors.New("remote_segments: internal error: a version check was not made")
+			close(q.vc.done)
+		}
+	}
 }
 
 // checkBatch is how many objects' checks checkVersionsAhead sends at a

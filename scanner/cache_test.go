@@ -551,3 +551,55 @@ func TestCacheBindPrefetchesShareChecks(t *testing.T) {
 		t.Fatalf("warm scan: %d hits, %d checks; want %d of each", st.CacheHits, heads.Load(), len(rows))
 	}
 }
+
+// TestCacheChecksBeginAtBind: with the default checks, bind begins the
+// checks of a wave of objects (max_parallel_io less bind's own read's
+// slot), its own among them, so that the scan's first chunks do not wait
+// a round trip after bind's; the scan checks the rest, no object twice. A host that prunes after
+// bind gets no check beyond bind's own: a pruned object costs nothing.
+func TestCacheChecksBeginAtBind(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 4, ChunksPerSegment: 4, RowsPerChunk: 200, BatchesPerChunk: 1, Seed: 19})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	rows := chunkRows(t, dir, srv.URL, "")
+	const slots = 4
+	cfg := Config{Process: testProcess(t), Rows: rows, CacheDir: t.TempDir(), MaxParallelIO: slots}
+	scanAll(t, cfg, want) // fills the cache
+	srv.reset(t)
+
+	plan, err := Bind(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for srv.heads.Load() < slots-1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // time for more, if bind sent more
+	if h := srv.heads.Load(); h != slots-1 {
+		t.Fatalf("after bind, before the scan: %d checks, want a wave of %d", h, slots-1)
+	}
+	scan, err := plan.Start(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, sum := drain(t, scan, 2, 0)
+	scan.Close()
+	checkSegments(t, want, got, sum)
+	if g, h := srv.gets.Load(), srv.heads.Load(); g != 0 || h != int64(len(rows)) {
+		t.Fatalf("warm scan: %d GETs, %d checks; want 0 and one per object (%d)", g, h, len(rows))
+	}
+
+	srv.reset(t)
+	cfg.PruneAfterBind = true
+	if _, err := Bind(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if h := srv.heads.Load(); h != 1 {
+		t.Fatalf("bind of a host that prunes after it: %d checks, want bind's own (1)", h)
+	}
+}

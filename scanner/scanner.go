@@ -142,6 +142,9 @@ func Bind(ctx context.Context, cfg Config) (*Plan, error) {
 		p.cacheUses = map[uint64]*cacheUse{p.id: bound}
 	}
 	ahead := !cfg.PruneAfterBind && fetchesAhead(&cfg, chunks)
+	if ahead && p.cache != nil {
+		p.checkVersionsAtBind(ctx, p.cacheUses[p.id])
+	}
 	first, taken, err := early.take(p, &head, ahead)
 	if !taken {
 		if n := head.WireLength(); ahead && n > 0 && n <= bindWholeMax {
