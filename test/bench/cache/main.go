@@ -41,6 +41,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
@@ -146,8 +147,11 @@ func main() {
 	}
 	defer b.proxy.Close()
 
-	fmt.Fprintf(&b.md, "## Local cache (cache_dir)\n\nversitygw behind the fault proxy (%v per request), max_parallel_io 64, medians of %d runs; "+
-		"the scanner's pipeline in one process. Speeds are the objects' bytes over the scan's wall time.\n\n", *latency, *reps)
+	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	fmt.Fprintf(&b.md, "## Local cache (cache_dir)\n\nMeasured %s at commit %s by `go run ./test/bench/cache` (part of `make bench`). "+
+		"versitygw behind the fault proxy (%v per request), max_parallel_io 64, medians of %d runs; "+
+		"the scanner's pipeline in one process. Speeds are the objects' bytes over the scan's wall time.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.TrimSpace(string(commit)), *latency, *reps)
 	if *skipW2 {
 		*w2Segs = 1
 	}
