@@ -134,6 +134,10 @@ type versionCheck struct {
 	done    chan struct{}
 	version string
 	err     error
+	// answered is the version its request's answer gave (the request's
+	// callback sets it on an IO worker), made the version by finish: a
+	// check ended otherwise (failOpen) is not written by a late answer.
+	answered string
 }
 
 func newCacheUse(ctx context.Context, c *cache.Cache) *cacheUse {
@@ -142,9 +146,9 @@ func newCacheUse(ctx context.Context, c *cache.Cache) *cacheUse {
 }
 
 // versionRequest is the request for the version of object name of st,
-// which sets vc's version (and, through finish, the rest).
+// whose answer finish makes vc's.
 func versionRequest(st store.Store, name string, prio iosched.Priority, vc *versionCheck) iosched.Request {
-	return iosched.Request{Store: st, Name: name, Priority: prio, Version: func(v string) { vc.version = v }}
+	return iosched.Request{Store: st, Name: name, Priority: prio, Version: func(v string) { vc.answered = v }}
 }
 
 // claim returns object's check and whether the caller is to make it (the
@@ -180,8 +184,8 @@ func (cu *cacheUse) wait(vc *versionCheck) (string, error) {
 // finish ends vc with the outcome of its request (b's).
 func (cu *cacheUse) finish(vc *versionCheck, b *iosched.Batch) {
 	_, vc.err = b.Wait()
-	if vc.err != nil {
-		vc.version = ""
+	if vc.err == nil {
+		vc.version = vc.answered
 	}
 	cu.c.Validated(1)
 	close(vc.done)
@@ -289,10 +293,11 @@ func (s *Scan) checkVersionsAhead() {
 // chunk (its requests are not the scan's: see fetchAtBind): bind's
 // prefetches wait for their checks, so bind never has more requests in
 // flight than max_parallel_io, and once the scan starts, the checks still
-// running count in its share (they are the scan's query). Only where no chunk can be dropped after bind (as for
-// bind's prefetches): a pruned object costs no request. The checks end
-// on their own, or with the statement; the first scan shares them (see
-// useCache), waits for those its chunks need and checks the rest.
+// running count in its share (they are the scan's query). Only where no
+// chunk can be dropped after bind (as for bind's prefetches): a pruned
+// object costs no request. The checks end on their own, or with the
+// statement; the first scan shares them (see useCache), waits for those
+// its chunks need and checks the rest.
 func (p *Plan) checkVersionsAtBind(ctx context.Context, cu *cacheUse) {
 	slots := p.cfg.MaxParallelIO
 	if slots <= 0 {
@@ -346,6 +351,9 @@ func (p *Plan) checkVersions(ctx context.Context, cu *cacheUse, query uint64, li
 			defer func() { <-sem }()
 			defer guard()
 			defer failOpen(checks) // a panic's: those not ended
+			if p.cfg.DebugPanic == "check" && limit > 0 {
+				panic("debug_panic at a version check of bind's")
+			}
 			unlisted := cu.listVersions(checks)
 			for _, q := range unlisted {
 				q.b = q.h.Scheduler.Submit(cu.ctx, []iosched.Request{versionRequest(q.h.Store, q.h.Name, q.prio, q.vc)})
@@ -401,7 +409,8 @@ func (p *Plan) checkVersions(ctx context.Context, cu *cacheUse, query uint64, li
 
 // failOpen ends the checks of checks still open with an error (the
 // version unknown: their chunks are fetched). Only the goroutine that
-// ends them calls it: after a panic, nothing else ends them.
+// ends them calls it: after a panic, nothing else ends them (a request's
+// late answer sets only answered).
 func failOpen(checks []*objectCheck) {
 	for _, q := range checks {
 		select {

@@ -603,3 +603,30 @@ func TestCacheChecksBeginAtBind(t *testing.T) {
 		t.Fatalf("bind of a host that prunes after it: %d checks, want bind's own (1)", h)
 	}
 }
+
+// TestCacheCheckPanic: a panic in the version checks bind begins (no
+// scan yet to fail) ends the checks it left open: bind returns, and the
+// chunks of those objects are fetched instead of waiting for a check that
+// nobody will end; the answers are right.
+func TestCacheCheckPanic(t *testing.T) {
+	dir := t.TempDir()
+	want, err := datagen.Write(dir, datagen.Spec{Segments: 4, ChunksPerSegment: 4, RowsPerChunk: 200, BatchesPerChunk: 1, Seed: 23})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveCounting(t, dir)
+	cfg := Config{Process: testProcess(t), Rows: chunkRows(t, dir, srv.URL, ""), CacheDir: t.TempDir(), MaxParallelIO: 4}
+	scanAll(t, cfg, want) // fills the cache
+	srv.reset(t)
+	cfg.DebugPanic = "check"
+	done := make(chan Stats, 1)
+	go func() { done <- scanAll(t, cfg, want) }()
+	select {
+	case <-done:
+	case <-time.After(waitTimeout):
+		t.Fatal("the scan did not end: it waits for a check that bind's panic left open")
+	}
+	if srv.gets.Load() == 0 {
+		t.Fatal("no GET: bind's checks did not panic, and the test tests nothing")
+	}
+}

@@ -79,8 +79,10 @@ type Config struct {
 
 	Allocator memory.Allocator // for decoded buffers; nil means memory.DefaultAllocator
 	// DebugPanic makes the scan panic at a stage ("bind", "next",
-	// "chunk": in a chunk's pipeline, after its decode, or "prefetch": in
-	// each of bind's prefetches, before its request). Tests use it to
+	// "chunk": in a chunk's pipeline, after its decode, "prefetch": in
+	// each of bind's prefetches, before its request, or "check": in each
+	// batch of the version checks bind begins for a cache, before its
+	// requests). Tests use it to
 	// prove that a panic becomes a DuckDB error instead of a crash, and
 	// gives its memory back.
 	DebugPanic string
