@@ -211,10 +211,13 @@ type Cache struct {
 	evicting sync.Mutex
 
 	hits, hitBytes, misses, stored, evictions, validations, corrupt, refused, errs atomic.Int64
-	sums                                                                           atomic.Int64 // entries summed by Check (tests tell by it what it remembered)
 
-	checked checkedEntries // see checked.go
-	settle  time.Duration  // settleTick; a test's own
+	// checked are the entries this process checked (checked.go); sums
+	// counts the entries Check summed, by which tests tell what it
+	// remembered; settle is settleTick, or a test's own.
+	checked checkedEntries
+	sums    atomic.Int64
+	settle  time.Duration
 
 	fills fillQueue // see fill.go
 
