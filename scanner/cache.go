@@ -299,17 +299,9 @@ func (s *Scan) checkVersionsAhead() {
 // statement; the first scan shares them (see useCache), waits for those
 // its chunks need and checks the rest.
 func (p *Plan) checkVersionsAtBind(ctx context.Context, cu *cacheUse) {
-	slots := p.cfg.MaxParallelIO
-	if slots <= 0 {
-		h, err := openObject(p.home, &p.cfg)
-		if err != nil {
-			return // bind reports it
-		}
-		slots = h.Scheduler.Parallelism()
-		h.Release()
-	}
+	slots := p.bindParallelism()
 	if slots < 2 {
-		return // no slot beside bind's own read
+		return // no slot beside bind's own read (0: bind reports why)
 	}
 	// No scan yet to fail: a panic fails the checks it left open (their
 	// chunks are then fetched), and goes no further.

@@ -54,14 +54,9 @@ func (p *Plan) startPrefetch(ctx context.Context) {
 	if cfg.UnionByName || p.Chunks.Len() < 2 {
 		return
 	}
-	parallel := cfg.MaxParallelIO
-	if parallel <= 0 {
-		h, err := openObject(p.home, cfg)
-		if err != nil {
-			return // bind reports it
-		}
-		parallel = h.Scheduler.Parallelism()
-		h.Release()
+	parallel := p.bindParallelism()
+	if parallel == 0 {
+		return // bind reports why
 	}
 	// A quarter of the smallest cap a scan starts with (the starting cap's floor)
 	// and of memory_budget: before the scan reserves them, these bytes are
@@ -120,6 +115,21 @@ func (p *Plan) startPrefetch(ctx context.Context) {
 			})
 		}(c)
 	}
+}
+
+// bindParallelism is the scan's max_parallel_io on the first chunk's
+// scheduler, as bind's requests ahead (prefetches, version checks) count
+// it; 0 if that chunk's store cannot be opened (bind reports it).
+func (p *Plan) bindParallelism() int {
+	if n := p.cfg.MaxParallelIO; n > 0 {
+		return n
+	}
+	h, err := openObject(p.home, &p.cfg)
+	if err != nil {
+		return 0
+	}
+	defer h.Release()
+	return h.Scheduler.Parallelism()
 }
 
 // takePrefetch hands chunk c's prefetch to the caller, once (nil: none).
