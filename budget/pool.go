@@ -8,7 +8,8 @@ package budget
 // scavenger has handed its pages back to the kernel, the same again for the
 // next chunk. On virtual machines a fault is expensive. So a budget owns a
 // pool: a lease's buffers (Lease.Buffer, Budget.Allocator) come from it and
-// go back to it when the lease closes, and the next chunk reuses them. The
+// go back to it when the lease closes, and the next chunk reuses them; a
+// buffer filled before its lease (Lease.Adopt) joins it the same way. The
 // pool never holds more than the budget's cap in buffers handed out and free
 // ones together, unless the buffers handed out alone exceed it (the budget,
 // not the pool, decides how much is live): the bytes the budget meters are
@@ -56,9 +57,9 @@ type pool struct {
 	free  map[int][][]byte
 	// INVARIANT: freeBytes is the sum of the caps of the buffers in free;
 	// taken the sum of the caps of the buffers handed out and not returned.
-	freeBytes, taken int64
-	fresh, reused    int64
-	closed           bool // ClosePool: keep nothing
+	freeBytes, taken       int64
+	fresh, reused, adopted int64
+	closed                 bool // ClosePool: keep nothing
 }
 
 // get returns a buffer of length n and capacity poolClass(n) (n > PoolMin):
@@ -159,10 +160,11 @@ func (b *Budget) ClosePool() {
 
 // PoolStats describes a budget's buffer pool.
 type PoolStats struct {
-	Taken  int64 // bytes of buffers handed out and not given back
-	Free   int64 // bytes of buffers kept for reuse
-	Fresh  int64 // buffers allocated
-	Reused int64 // buffers handed out again
+	Taken   int64 // bytes of buffers handed out and not given back
+	Free    int64 // bytes of buffers kept for reuse
+	Fresh   int64 // buffers allocated
+	Reused  int64 // buffers handed out again
+	Adopted int64 // buffers filled before their lease, taken in (Lease.Adopt)
 }
 
 // PoolStats returns a snapshot of b's buffer pool.
@@ -170,7 +172,7 @@ func (b *Budget) PoolStats() PoolStats {
 	p := &b.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return PoolStats{Taken: p.taken, Free: p.freeBytes, Fresh: p.fresh, Reused: p.reused}
+	return PoolStats{Taken: p.taken, Free: p.freeBytes, Fresh: p.fresh, Reused: p.reused, Adopted: p.adopted}
 }
 
 // Buffer returns a byte slice of length n that the lease owns until Close,
@@ -198,6 +200,40 @@ func (l *Lease) Buffer(n int) []byte {
 		panic("budget: Buffer on closed lease")
 	}
 	return buf
+}
+
+// Adopt makes buf the lease's as if Buffer had handed it out: Close gives
+// it to the pool, for the next lease. It is for bytes read before their
+// lease existed (bind's prefetches), which then need no copy into a pooled
+// buffer, nor the fresh memory that copy would fault in. The lease's
+// reservation must cover cap(buf), as for Buffer. Adopt reports false, and
+// buf stays the caller's, if its capacity is not what Buffer hands out for
+// its length (PooledSize, above PoolMin) or the lease is closed (or nil).
+func (l *Lease) Adopt(buf []byte) bool {
+	c := cap(buf)
+	if l == nil || len(buf) <= PoolMin || c != PooledSize(len(buf)) {
+		return false
+	}
+	// Taken before the lease lists it, as Buffer's are: a Close that
+	// follows at once puts it back against this count.
+	p := &l.b.pool
+	p.mu.Lock()
+	p.taken += int64(c)
+	p.mu.Unlock()
+	l.b.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.bufs = append(l.bufs, buf)
+	}
+	l.b.mu.Unlock()
+	p.mu.Lock()
+	if closed {
+		p.taken -= int64(c)
+	} else {
+		p.adopted++
+	}
+	p.mu.Unlock()
+	return !closed
 }
 
 // Abandon closes the lease like Close, but its buffers are not reused: a

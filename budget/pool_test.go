@@ -50,6 +50,54 @@ func TestPoolReuse(t *testing.T) {
 	}
 }
 
+// TestAdopt: a buffer of a pooled capacity filled before its lease is
+// taken in, goes to the pool at Close and serves the next lease of its
+// class with its bytes where they were; one of another capacity, a small
+// one, or one offered to a closed lease stays the caller's.
+func TestAdopt(t *testing.T) {
+	b := newUnit(64 << 20)
+	ctx := context.Background()
+	const n = 100<<10 + 123 // its class is larger
+	l1, _ := b.Reserve(ctx, n)
+	for _, buf := range [][]byte{make([]byte, n), make([]byte, n, PooledSize(n)+4096), make([]byte, PoolMin, PoolMin)} {
+		if l1.Adopt(buf) {
+			t.Errorf("adopted a buffer of length %d, capacity %d; PooledSize is %d", len(buf), cap(buf), PooledSize(len(buf)))
+		}
+	}
+	if (*Lease)(nil).Adopt(make([]byte, n, PooledSize(n))) {
+		t.Error("a nil lease adopted a buffer")
+	}
+	if st := b.PoolStats(); st.Taken != 0 || st.Adopted != 0 {
+		t.Fatalf("after refused adoptions: %+v, want nothing taken", st)
+	}
+	buf := make([]byte, n, PooledSize(n))
+	buf[0] = 7
+	if !l1.Adopt(buf) {
+		t.Fatalf("did not adopt a buffer of length %d, capacity %d", n, cap(buf))
+	}
+	if st := b.PoolStats(); st.Taken != int64(PooledSize(n)) || st.Adopted != 1 || st.Fresh != 0 {
+		t.Fatalf("after Adopt: %+v, want %d taken, 1 adopted, none fresh", st, PooledSize(n))
+	}
+	l1.Close()
+	if st := b.PoolStats(); st.Taken != 0 || st.Free != int64(PooledSize(n)) {
+		t.Fatalf("after Close: %+v, want the adopted buffer free", st)
+	}
+	l2, _ := b.Reserve(ctx, n)
+	if again := l2.Buffer(n - 10); unsafe.SliceData(again) != unsafe.SliceData(buf) || again[0] != 7 {
+		t.Fatal("the next lease did not reuse the adopted buffer")
+	}
+	if st := b.PoolStats(); st.Reused != 1 || st.Fresh != 0 {
+		t.Fatalf("after reuse: %+v", st)
+	}
+	l2.Close()
+	if l2.Adopt(make([]byte, n, PooledSize(n))) {
+		t.Error("a closed lease adopted a buffer")
+	}
+	if st := b.PoolStats(); st.Taken != 0 || st.Adopted != 1 {
+		t.Fatalf("after Adopt on a closed lease: %+v, want nothing taken and 1 adopted", st)
+	}
+}
+
 // TestPoolLimit: buffers handed out and kept never exceed the cap together
 // while any are free: a new class evicts free buffers of others.
 func TestPoolLimit(t *testing.T) {

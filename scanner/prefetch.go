@@ -107,12 +107,26 @@ func (p *Plan) startPrefetch(ctx context.Context) {
 			if p.cfg.DebugPanic == "prefetch" {
 				panic("debug_panic at prefetch")
 			}
-			e.data, e.err = p.fetchWhole(&c, p.id, nil, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
+			// The bytes go into a buffer of the capacity the scan's pool
+			// hands out for them, which the scan then adopts
+			// (budget.Lease.Adopt) instead of copying them into fresh
+			// pooled memory.
+			var into []byte
+			prepare := func(r *iosched.Request) {
+				if n := int(r.Length); n > budget.PoolMin {
+					into = make([]byte, n, budget.PooledSize(n))
+					r.Buffer = into
+				}
+			}
+			e.data, e.err = p.fetchWhole(&c, p.id, prepare, func(s *iosched.Scheduler, reqs []iosched.Request) ([][]byte, error) {
 				b := s.Submit(ctx, reqs)
 				data, err := b.Wait()
 				e.st = b.Stats()
 				return data, err
 			})
+			if e.err == nil && len(e.data) > 0 && len(into) >= len(e.data) && &e.data[0] == &into[0] {
+				e.data = into[:len(e.data)] // its capacity, which the scheduler's slice cuts to its length
+			}
 		}(c)
 	}
 }

@@ -151,8 +151,14 @@ func TestBindFetchesEarly(t *testing.T) {
 	if len(f.gets) != 40 || f.most > parallel {
 		t.Errorf("%d objects requested, most in flight %d; want 40 and at most %d", len(f.gets), f.most, parallel)
 	}
-	if st := scan.Stats(); st.Requests != 39 || st.RoundTrips != 39 {
+	st := scan.Stats()
+	if st.Requests != 39 || st.RoundTrips != 39 {
 		t.Errorf("scan stats: %d requests, %d round trips; want 39 each (the chunks after bind's)", st.Requests, st.RoundTrips)
+	}
+	// Bind's buffers became the scan's pooled ones: no chunk bind fetched
+	// was copied into a buffer of the pool.
+	if st.Pool.Adopted != parallel-1 {
+		t.Errorf("the scan adopted %d of bind's %d prefetched buffers (pool %+v)", st.Pool.Adopted, parallel-1, st.Pool)
 	}
 }
 

@@ -75,6 +75,7 @@ var statsColumns = []tableColumn[ScanInfo]{
 	{"budget_limit", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.BudgetLimit }},
 	{"pool_fresh", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.Pool.Fresh }},
 	{"pool_reused", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.Pool.Reused }},
+	{"pool_adopted", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.Pool.Adopted }},
 	{"budget_overcommits", arrow.PrimitiveTypes.Int64, func(s *ScanInfo) any { return s.Budget.Overcommits }},
 	// The chunks of the source the scan never requested (shard := 'k/n',
 	// and in the 2.0 edition WHERE segment_id / chunk_id = or IN, and
