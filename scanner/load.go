@@ -86,7 +86,8 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator, early *earlyFetch) ([]a
 				}
 			}
 		case fetched != nil && lease.Adopt(fetched):
-			into = fetched // bind's buffer, the lease's now as a pooled one
+			// Bind's buffer, the lease's now as a pooled one: no copy.
+			into, data = fetched, fetched
 		case early != nil:
 			into = early.into
 		case n > 0 && lease != nil:
@@ -99,8 +100,6 @@ func (s *Scan) loadWhole(c *Chunk, mem memory.Allocator, early *earlyFetch) ([]a
 				return nil, nil, 0, err
 			}
 		case data != nil:
-		case fetched != nil && len(into) > 0 && &into[0] == &fetched[0]:
-			data = fetched
 		case fetched != nil && len(into) >= len(fetched):
 			// Into the pool, like every fetched chunk: the budget's bytes
 			// are the pool's, and the prefetched buffer goes at once.
