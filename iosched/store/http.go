@@ -207,20 +207,41 @@ func (s *httpStore) GetRangeVersion(ctx context.Context, name string, off, lengt
 // rangeBody is the body and version of a 206 or 200 answer to a GET of
 // length bytes at off (length < 0: to the end), or fail's error (its body
 // closed): an encoded body, a 200 (the whole object) to a read from off >
-// 0, or fewer bytes than asked where the object has more.
+// 0, a 206 whose Content-Range is not the range asked (or is missing), or
+// fewer bytes than asked where the object may have more.
 func rangeBody(resp *http.Response, off, length int64, fail func(error) error) (io.ReadCloser, string, error) {
 	if err := encodingErr(resp.Header.Get("Content-Encoding")); err != nil {
 		resp.Body.Close()
 		return nil, "", fail(err)
 	}
 	if resp.StatusCode == http.StatusPartialContent {
-		total := contentRangeTotal(resp.Header.Get("Content-Range"))
-		version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), total)
-		if length >= 0 && resp.ContentLength >= 0 && resp.ContentLength < length && total >= 0 && off+length > total {
+		// The bytes are the range the answer names, which must be the one
+		// asked: a server (or a cache or proxy on the way) that answers
+		// with another range would give other bytes for the same offsets,
+		// which nothing after this could tell (an IPC body has no checksum).
+		cr := resp.Header.Get("Content-Range")
+		first, last, total, ok := parseContentRange(cr)
+		switch {
+		case !ok || first != off || length >= 0 && last > off+length-1 || resp.ContentLength >= 0 && resp.ContentLength != last-first+1:
 			resp.Body.Close()
-			return nil, "", fail(rangeErr(total))
+			return nil, "", fail(fmt.Errorf("the server answered %s with another range (Content-Range %q, %d bytes)", rangeHeader(off, length), printable(cr, 80), resp.ContentLength))
+		case length >= 0 && last < off+length-1:
+			// Fewer bytes than asked: only where the object ends there.
+			resp.Body.Close()
+			if total >= 0 && last == total-1 {
+				return nil, "", fail(rangeErr(total))
+			}
+			return nil, "", fail(fmt.Errorf("the server answered %s with fewer bytes (Content-Range %q), not up to the object's end", rangeHeader(off, length), printable(cr, 80)))
 		}
-		return withLenHint(resp.Body, resp.ContentLength, length), version, nil
+		version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), total)
+		body := io.ReadCloser(resp.Body)
+		if resp.ContentLength < 0 { // chunked: only the range bounds the body
+			body = struct {
+				io.Reader
+				io.Closer
+			}{io.LimitReader(resp.Body, last-first+1), resp.Body}
+		}
+		return withLenHint(body, last-first+1, length), version, nil
 	}
 	version := objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength)
 	if off > 0 {
@@ -238,6 +259,41 @@ func rangeBody(resp *http.Response, off, length int64, fail func(error) error) (
 		io.Reader
 		io.Closer
 	}{io.LimitReader(resp.Body, length), resp.Body}, version, nil
+}
+
+// parseContentRange reads the Content-Range of a 206 answer, "bytes
+// first-last/total" (total -1 where the server gives "*"); ok is false
+// for anything else, such as a range that ends before it starts or past
+// the object's end.
+func parseContentRange(v string) (first, last, total int64, ok bool) {
+	unit, spec, found := strings.Cut(strings.TrimSpace(v), " ")
+	if !found || !strings.EqualFold(unit, "bytes") {
+		return 0, 0, 0, false
+	}
+	rng, size, found := strings.Cut(strings.TrimSpace(spec), "/")
+	a, b, found2 := strings.Cut(rng, "-")
+	if !found || !found2 {
+		return 0, 0, 0, false
+	}
+	first, err1 := parseDecimal(a)
+	last, err2 := parseDecimal(b)
+	total = -1
+	var err3 error
+	if size != "*" {
+		total, err3 = parseDecimal(size)
+	}
+	if err1 != nil || err2 != nil || err3 != nil || last < first || total >= 0 && last >= total {
+		return 0, 0, 0, false
+	}
+	return first, last, total, true
+}
+
+// parseDecimal reads a non-negative decimal integer: digits only, no sign.
+func parseDecimal(s string) (int64, error) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, fmt.Errorf("not a decimal: %q", s)
+	}
+	return strconv.ParseInt(s, 10, 64)
 }
 
 // contentRangeTotal returns the total of "bytes a-b/total", or -1.

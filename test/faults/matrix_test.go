@@ -174,7 +174,7 @@ func TestFaultMatrix(t *testing.T) {
 		}
 	}
 	fronts := map[mode]*s3Front{}
-	for _, m := range []mode{modeOK, modeStall, modeShort, modeNoRange, modeGzip, modeRedirect, modeRedirectLoop,
+	for _, m := range []mode{modeOK, modeStall, modeShort, modeNoRange, modeGzip, modeShifted, modeRedirect, modeRedirectLoop,
 		modeRedirectFile, modeRedirectTLS, modeExpired} {
 		fronts[m] = newS3Front(t, s3, m, tlsBase)
 	}
@@ -243,9 +243,9 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			return s3Params(fronts[m].srv.URL, m == modeExpired)
 		}
-		pairCatalog := func(st string) string {
+		pairCatalog := func(m mode) string {
 			if st == "HTTP" {
-				return "'" + web.url(modeNoRange, "/pair.csv") + "'"
+				return "'" + web.url(m, "/pair.csv") + "'"
 			}
 			return "'s3://data/pair.csv'"
 		}
@@ -294,7 +294,7 @@ func TestFaultMatrix(t *testing.T) {
 			fault{name: "Range ignored", injected: "200 with the whole object to every ranged GET",
 				src: src(modeNoRange), params: params(modeNoRange), bound: 15 * time.Second},
 			fault{name: "Range ignored, chunk at an offset", injected: "200 with the whole object to a GET of a catalog row at offset > 0",
-				src: pairCatalog(st), params: params(modeNoRange), wantErr: "ignored the Range header", bound: 15 * time.Second},
+				src: pairCatalog(modeNoRange), params: params(modeNoRange), wantErr: "ignored the Range header", bound: 15 * time.Second},
 			fault{name: "redirect, same scheme", injected: "every first GET of an object: 307 to the same URL",
 				src: src(modeRedirect), params: params(modeRedirect), bound: 15 * time.Second},
 			fault{name: "redirect loop", injected: "307 to itself, for ever",
@@ -311,6 +311,8 @@ func TestFaultMatrix(t *testing.T) {
 				}},
 			fault{name: "gzip on a ranged response", injected: "206 with the range gzipped and Content-Encoding: gzip",
 				src: src(modeGzip), params: params(modeGzip), wantErr: "Content-Encoding", bound: 15 * time.Second},
+			fault{name: "another range than asked", injected: "206 for the range asked 8 bytes on (or back), its Content-Range naming it, to the GETs of a catalog's ranges",
+				src: pairCatalog(modeShifted), params: params(modeShifted), wantErr: "with another range", bound: 15 * time.Second},
 		)
 		catalog := func(name string) string {
 			if st == "HTTP" {

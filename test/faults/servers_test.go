@@ -34,6 +34,7 @@ const (
 	modeShort        mode = "short"         // 200, Content-Length of the whole object, half the bytes, close
 	modeNoRange      mode = "norange"       // Range ignored: 200 with the whole object
 	modeGzip         mode = "gzip"          // the ranged body gzipped, Content-Encoding: gzip
+	modeShifted      mode = "shifted"       // 206 with another range than asked (8 bytes on), its Content-Range saying so
 	modeRedirect     mode = "redirect"      // one 302/307 to the same object, then served
 	modeRedirectLoop mode = "redirect-loop" // a redirect to itself, for ever
 	modeRedirectFile mode = "redirect-file" // a redirect to file:///etc/passwd
@@ -98,6 +99,21 @@ func misbehave(w http.ResponseWriter, r *http.Request, m mode, data []byte, stop
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, end, size))
 		w.WriteHeader(http.StatusPartialContent)
 		w.Write(zb.Bytes())
+	case modeShifted:
+		if r.Method == http.MethodHead || !ranged {
+			return misbehave(w, r, modeOK, data, stop)
+		}
+		// As a cache on the way that serves a range it holds near the one
+		// asked: whole, labelled truly, and not the bytes at off.
+		if off+8 <= end {
+			off += 8
+		} else {
+			off = max(0, off-8)
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(end-off+1, 10))
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, end, size))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(data[off : end+1])
 	case modeOK:
 		if r.Method == http.MethodHead {
 			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
