@@ -255,6 +255,9 @@ func (s *Scheduler) attempt(id int, t *task) error {
 	}
 	got, err := s.getRange(ctx, cancel, id, t, "GET", t.off+from, want, func() []byte { return s.buffer(t)[from:] }, hs)
 	t.done = from + int64(len(got))
+	if errors.Is(err, ErrChanged) {
+		t.done = 0 // the bytes kept are of the version before: the retry reads all of the range
+	}
 	if last := hs.lastByte.Load(); last != 0 {
 		t.quietSince = time.Unix(0, last)
 		t.stalls = 0

@@ -165,6 +165,10 @@ var (
 	// ErrTooLarge: a read to the end of an object (its length unknown)
 	// went past MaxReadToEnd. Never retried.
 	ErrTooLarge = errors.New("object too large")
+	// ErrChanged: the rest of a range that a GET cut short (or a hedge)
+	// came from another version of the object than its first bytes, which
+	// are then dropped: the range is read again from its start.
+	ErrChanged = errors.New("the object changed while it was read")
 	// ErrRetryBudget is wrapped beside the cause when a GET was not retried
 	// because the retry budget was empty: the store kept failing.
 	ErrRetryBudget = errors.New("retry budget exhausted")

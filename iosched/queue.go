@@ -7,6 +7,7 @@ package iosched
 import (
 	"container/heap"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -30,6 +31,11 @@ type task struct {
 	length int64 // < 0: to the end
 	buf    []byte
 	done   int64 // bytes already in buf: a retry resumes after them
+	// version is the object's version (store.RangeVersioner) as the answer
+	// that holds the task's first bytes gave it, "" if none did; vmu
+	// guards it (a hedge reads it beside the task's own GET).
+	vmu     sync.Mutex
+	version string
 
 	prio     Priority
 	order    int64

@@ -132,7 +132,7 @@ func (s *Scheduler) getRange(ctx context.Context, cancel context.CancelCauseFunc
 			}
 		}
 	}
-	data, headers, err := s.readBody(ctx, t, off, length, into, progress)
+	data, headers, err := s.readBody(ctx, t, off, length, into, progress, name != "hedge")
 	if err != nil {
 		err = s.cause(ctx, err)
 	} else if len(data) > 0 {
@@ -145,14 +145,17 @@ func (s *Scheduler) getRange(ctx context.Context, cancel context.CancelCauseFunc
 // readBody sends the GET and reads its body as getRange describes, calling
 // progress (if not nil) with each read's byte count; it returns the bytes
 // read and how long the store took to answer.
-func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, into func() []byte, progress func(int)) ([]byte, time.Duration, error) {
+func (s *Scheduler) readBody(ctx context.Context, t *task, off, length int64, into func() []byte, progress func(int), own bool) ([]byte, time.Duration, error) {
 	start := time.Now()
-	body, err := t.sp.st.GetRange(ctx, t.sp.name, off, length)
+	body, version, err := getRangeVersion(ctx, t.sp.st, t.sp.name, off, length)
 	if err != nil {
 		return nil, 0, err
 	}
 	headers := time.Since(start)
 	defer body.Close()
+	if err := t.sameVersion(off, version, own); err != nil {
+		return nil, headers, err
+	}
 	var buf []byte
 	if length < 0 {
 		// One byte more than the length the answer gave, so that its end
@@ -226,4 +229,36 @@ func (s *Scheduler) cause(ctx context.Context, err error) error {
 		return c
 	}
 	return err
+}
+
+// getRangeVersion is st's GetRange, with the version of the object the
+// answer gives where st tells it (store.RangeVersioner), else "".
+func getRangeVersion(ctx context.Context, st store.Store, name string, off, length int64) (io.ReadCloser, string, error) {
+	if rv, ok := st.(store.RangeVersioner); ok {
+		return rv.GetRangeVersion(ctx, name, off, length)
+	}
+	body, err := st.GetRange(ctx, name, off, length)
+	return body, "", err
+}
+
+// sameVersion checks the version v of an answer whose bytes start at off
+// in the object. An answer to the task's own GET (own) from the task's
+// first byte holds all of its bytes: its version becomes the task's. One
+// that goes on after bytes an earlier answer gave (a retry after a body
+// cut short, a hedge of the rest) must be of that answer's version, else
+// it is ErrChanged: the bytes of two versions of an object, the second
+// written between the GETs, would make a range of neither. A version
+// either answer does not give ("") is not compared.
+func (t *task) sameVersion(off int64, v string, own bool) error {
+	t.vmu.Lock()
+	defer t.vmu.Unlock()
+	switch {
+	case off == t.off:
+		if own {
+			t.version = v
+		}
+	case t.version != "" && v != "" && v != t.version:
+		return fmt.Errorf("%w (%s, then %s)", ErrChanged, t.version, v)
+	}
+	return nil
 }

@@ -631,6 +631,13 @@ type recordingStore struct {
 
 // GetRange reads as the store does and notes the answer's version.
 func (r *recordingStore) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	body, _, err := r.GetRangeVersion(ctx, name, off, length)
+	return body, err
+}
+
+// GetRangeVersion is GetRange, and the answer's version: the scheduler
+// checks with it that a range read in two answers is of one version.
+func (r *recordingStore) GetRangeVersion(ctx context.Context, name string, off, length int64) (io.ReadCloser, string, error) {
 	body, v, err := r.rv.GetRangeVersion(ctx, name, off, length)
 	if err == nil {
 		r.mu.Lock()
@@ -642,7 +649,7 @@ func (r *recordingStore) GetRange(ctx context.Context, name string, off, length 
 		}
 		r.mu.Unlock()
 	}
-	return body, err
+	return body, v, err
 }
 
 // result is the one version every answer gave, or "" if they differed
