@@ -71,6 +71,13 @@ type span struct {
 	one     [1]member // members of a span of one request (planOne)
 	pending int       // parts not yet finished
 	failed  bool
+	// parts is how many tasks read the span; where more than one does,
+	// partsVersion is the object's version as the first of their answers
+	// gave it, which every other must give too (task.sameVersion); vmu
+	// guards it.
+	parts        int
+	vmu          sync.Mutex
+	partsVersion string
 }
 
 type member struct {
@@ -128,6 +135,7 @@ func (s *Scheduler) SubmitFunc(ctx context.Context, reqs []Request, done func(*B
 				length: min(part, sp.length-at), prio: prio, index: -1})
 			sp.pending++
 		}
+		sp.parts = sp.pending
 		b.splits.Add(int64(sp.pending - 1))
 		b.coalesced.Add(int64(len(sp.members) - 1))
 	}

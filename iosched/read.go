@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -247,18 +248,44 @@ func getRangeVersion(ctx context.Context, st store.Store, name string, off, leng
 // that goes on after bytes an earlier answer gave (a retry after a body
 // cut short, a hedge of the rest) must be of that answer's version, else
 // it is ErrChanged: the bytes of two versions of an object, the second
-// written between the GETs, would make a range of neither. A version
+// written between the GETs, would make a range of neither. So must the
+// parts of a span read by several tasks, each of the first part's
+// version: a part of another fails (and fails again when retried, the
+// object having changed since the other parts were read). A version
 // either answer does not give ("") is not compared.
 func (t *task) sameVersion(off int64, v string, own bool) error {
 	t.vmu.Lock()
-	defer t.vmu.Unlock()
+	var was string
 	switch {
 	case off == t.off:
 		if own {
 			t.version = v
 		}
 	case t.version != "" && v != "" && v != t.version:
-		return fmt.Errorf("%w (%s, then %s)", ErrChanged, t.version, v)
+		was = t.version
+	}
+	t.vmu.Unlock()
+	if was == "" && t.sp.parts > 1 && v != "" {
+		sp := t.sp
+		sp.vmu.Lock()
+		if sp.partsVersion == "" {
+			sp.partsVersion = v
+		} else if v != sp.partsVersion {
+			was = sp.partsVersion
+		}
+		sp.vmu.Unlock()
+	}
+	if was != "" {
+		return fmt.Errorf("%w (%s, then %s)", ErrChanged, quoteVersion(was), quoteVersion(v))
 	}
 	return nil
+}
+
+// quoteVersion is a version for a message: the server's words, so quoted
+// with their control characters escaped, and cut to 64 bytes.
+func quoteVersion(v string) string {
+	if len(v) > 64 {
+		v = v[:64] + "…"
+	}
+	return strconv.Quote(v)
 }
