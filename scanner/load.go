@@ -169,7 +169,8 @@ func (s *Scan) loadColumns(c *Chunk, mem memory.Allocator) ([]arrow.RecordBatch,
 		return nil, nil, 0, err
 	}
 	defer h.Release()
-	sched, st, name := h.Scheduler, h.Store, h.Name
+	// Every request of the chunk, of one version (pinned.go).
+	sched, st, name := h.Scheduler, pinVersion(h.Store), h.Name
 	size := c.WireLength()
 	if size < 0 {
 		// The tail of an object of unknown size needs a HEAD, which is not
