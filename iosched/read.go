@@ -276,9 +276,15 @@ func (t *task) sameVersion(off int64, v string, own bool) error {
 		sp.vmu.Unlock()
 	}
 	if was != "" {
-		return fmt.Errorf("%w (%s, then %s)", ErrChanged, quoteVersion(was), quoteVersion(v))
+		return Changed(was, v)
 	}
 	return nil
+}
+
+// Changed is ErrChanged naming the version the bytes read so far came
+// with and the one an answer gave since.
+func Changed(was, now string) error {
+	return fmt.Errorf("%w (%s, then %s)", ErrChanged, quoteVersion(was), quoteVersion(now))
 }
 
 // quoteVersion is a version for a message: the server's words, so quoted

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 
 	"github.com/remote-segments/remote_segments/iosched"
@@ -65,7 +64,7 @@ func (p *pinnedStore) GetRangeVersion(ctx context.Context, name string, off, len
 	p.mu.Unlock()
 	if was != "" && v != was {
 		body.Close()
-		return nil, "", fmt.Errorf("%w since the chunk's first request (%s, then %s)", iosched.ErrChanged, strconv.Quote(cut(was)), strconv.Quote(cut(v)))
+		return nil, "", fmt.Errorf("between the chunk's requests: %w", iosched.Changed(was, v))
 	}
 	return body, v, nil
 }
@@ -73,12 +72,4 @@ func (p *pinnedStore) GetRangeVersion(ctx context.Context, name string, off, len
 // Version is the store's.
 func (p *pinnedStore) Version(ctx context.Context, name string) (string, error) {
 	return p.v.Version(ctx, name)
-}
-
-// cut is v cut to 64 bytes: a server's words in a message.
-func cut(v string) string {
-	if len(v) > 64 {
-		return v[:64] + "…"
-	}
-	return v
 }
