@@ -72,12 +72,9 @@ type span struct {
 	pending int       // parts not yet finished
 	failed  bool
 	// parts is how many tasks read the span; where more than one does,
-	// partsVersion is the object's version as the first of their answers
-	// gave it, which every other must give too (task.sameVersion); vmu
-	// guards it.
+	// every answer must give the version of the first (task.sameVersion).
 	parts        int
-	vmu          sync.Mutex
-	partsVersion string
+	partsVersion VersionPin
 }
 
 type member struct {

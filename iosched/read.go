@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -265,17 +266,37 @@ func (t *task) sameVersion(off int64, v string, own bool) error {
 		was = t.version
 	}
 	t.vmu.Unlock()
-	if was == "" && t.sp.parts > 1 && v != "" {
-		sp := t.sp
-		sp.vmu.Lock()
-		if sp.partsVersion == "" {
-			sp.partsVersion = v
-		} else if v != sp.partsVersion {
-			was = sp.partsVersion
-		}
-		sp.vmu.Unlock()
-	}
 	if was != "" {
+		return Changed(was, v)
+	}
+	if t.sp.parts > 1 {
+		return t.sp.partsVersion.Pin(v)
+	}
+	return nil
+}
+
+// VersionPin holds the version of the first answer of several that must
+// all be of one version of an object: the parts of a span here, a chunk's
+// requests in the scanner. Its methods are safe for concurrent use.
+type VersionPin struct {
+	mu      sync.Mutex
+	version string
+}
+
+// Pin keeps v if it is the first version given, and returns ErrChanged
+// (Changed) if an earlier answer gave another. An answer that gives none
+// ("") is not compared.
+func (p *VersionPin) Pin(v string) error {
+	if v == "" {
+		return nil
+	}
+	p.mu.Lock()
+	was := p.version
+	if was == "" {
+		p.version = v
+	}
+	p.mu.Unlock()
+	if was != "" && v != was {
 		return Changed(was, v)
 	}
 	return nil

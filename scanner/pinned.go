@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/remote-segments/remote_segments/iosched"
 	"github.com/remote-segments/remote_segments/iosched/store"
@@ -24,11 +23,9 @@ import (
 // give the version of the first.
 type pinnedStore struct {
 	store.Store
-	rv store.RangeVersioner
-	v  store.Versioner
-
-	mu      sync.Mutex
-	version string
+	rv  store.RangeVersioner
+	v   store.Versioner
+	pin iosched.VersionPin
 }
 
 // pinVersion returns st pinned to the version of its first answer, or st
@@ -53,18 +50,12 @@ func (p *pinnedStore) GetRange(ctx context.Context, name string, off, length int
 // than the chunk's first fails, naming both.
 func (p *pinnedStore) GetRangeVersion(ctx context.Context, name string, off, length int64) (io.ReadCloser, string, error) {
 	body, v, err := p.rv.GetRangeVersion(ctx, name, off, length)
-	if err != nil || v == "" {
+	if err != nil {
 		return body, v, err
 	}
-	p.mu.Lock()
-	was := p.version
-	if was == "" {
-		p.version = v
-	}
-	p.mu.Unlock()
-	if was != "" && v != was {
+	if err := p.pin.Pin(v); err != nil {
 		body.Close()
-		return nil, "", fmt.Errorf("between the chunk's requests: %w", iosched.Changed(was, v))
+		return nil, "", fmt.Errorf("between the chunk's requests: %w", err)
 	}
 	return body, v, nil
 }
