@@ -47,7 +47,7 @@ type entryStore struct{ c *Cache }
 
 var _ store.Store = (*entryStore)(nil)
 
-func (s *entryStore) URL(name string) string { return "file://" + filepath.ToSlash(name) }
+func (s *entryStore) URL(name string) string { return store.FileURL(filepath.ToSlash(name)) }
 
 func (s *entryStore) fail(name string, off, length int64, err error) error {
 	return &store.RequestError{Op: "GET", URL: s.URL(name), Range: fmt.Sprintf("bytes=%d-%d", off, off+length-1), Err: err}

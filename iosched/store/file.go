@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,7 +36,17 @@ var (
 
 func newFileStore() *fileStore { return &fileStore{} }
 
-func (*fileStore) URL(name string) string { return "file://" + name }
+func (*fileStore) URL(name string) string { return FileURL(name) }
+
+// FileURL is the file:// URL of the absolute slash path name, escaped so
+// that it names that file and no other: the stores decode a file URL's
+// percent escapes (Name), and a URL parser ends its path at '?' or '#',
+// so a name holding "%41" would read as one holding "A", and a folder
+// "c#1" as "c". The characters of ordinary names ("segment=s0", '+',
+// ',', '@', ':') are kept.
+func FileURL(name string) string {
+	return (&url.URL{Scheme: "file", Path: name}).String()
+}
 
 func (*fileStore) local() {}
 

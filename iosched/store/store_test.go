@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,32 @@ func TestFileURLStore(t *testing.T) {
 		st, name := open(t, "file://"+filepath.ToSlash(dir)+"/", store.Options{})
 		return storetest.Fixture{Store: st, Prefix: name, CanList: true}
 	})
+}
+
+// TestFileURLNamesItsFile: the URL a file store gives a name (a listing's
+// objects become chunks by it) opens that name and no other, however the
+// name reads as a URL: "%41" is no "A", '#' and '?' end nothing, and it is
+// the file a URL parser finds too (the sandbox's and a catalog's base).
+func TestFileURLNamesItsFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"p%41", "pA", "c#1", "q?1", "sp ace", "seg=s0", "a+b,c@d:e;f", "é", "%", "%zz", "x%2F..%2Fy"} {
+		p := filepath.ToSlash(filepath.Join(dir, name, "x.arrow"))
+		st, got, err := store.Open(store.FileURL(p), store.Options{})
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		st.Close()
+		if got != p {
+			t.Errorf("%q: FileURL(%q) = %q names %q", name, p, store.FileURL(p), got)
+		}
+		u, err := url.Parse(store.FileURL(p))
+		if err != nil || u.Path != p || u.RawQuery != "" || u.Fragment != "" {
+			t.Errorf("%q: FileURL(%q) = %q parses as path %q, query %q, fragment %q (%v)", name, p, store.FileURL(p), u.Path, u.RawQuery, u.Fragment, err)
+		}
+	}
+	if got, want := store.FileURL("/data/segment=s0/chunk-0.arrow"), "file:///data/segment=s0/chunk-0.arrow"; got != want {
+		t.Errorf("FileURL of an ordinary name = %q, want %q", got, want)
+	}
 }
 
 func TestHTTPStore(t *testing.T) {

@@ -307,6 +307,9 @@ func resolveURL(base, ref string) (string, error) {
 		}
 		return "", fmt.Errorf("url %q is relative and there is no catalog file to resolve it against", ref)
 	}
+	if i := strings.Index(base, "://"); i >= 0 && strings.EqualFold(base[:i], "s3") {
+		return resolveRaw(base, ref), nil
+	}
 	if strings.Contains(base, "://") {
 		b, err := url.Parse(base)
 		if err != nil {
@@ -322,6 +325,42 @@ func resolveURL(base, ref string) (string, error) {
 		return ref, nil
 	}
 	return filepath.Join(filepath.Dir(base), ref), nil
+}
+
+// resolveRaw resolves the relative reference ref against base, an s3://
+// URL, whose key is taken as written (no escapes; '?' and '#' are
+// characters of a key, where a URL parser would end the path at them and
+// resolve against what is left): the dot segments of ref are resolved
+// against the folder of base's key, and every other character is kept.
+func resolveRaw(base, ref string) string {
+	i := strings.Index(base, "://") + 3
+	root, key := base+"/", ""
+	if j := strings.IndexByte(base[i:], '/'); j >= 0 {
+		root, key = base[:i+j+1], base[i+j+1:]
+	}
+	dir := key[:strings.LastIndexByte(key, '/')+1]
+	if rest, ok := strings.CutPrefix(ref, "/"); ok {
+		dir, ref = "", rest // from the bucket
+	}
+	in := strings.Split(dir+ref, "/")
+	out := make([]string, 0, len(in))
+	for k, seg := range in {
+		last := k == len(in)-1
+		switch seg {
+		case ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, seg)
+			continue
+		}
+		if last {
+			out = append(out, "") // "a/.." names the folder
+		}
+	}
+	return root + strings.Join(out, "/")
 }
 
 // maxCSVLine bounds a line of a CSV catalog. encoding/csv buffers a

@@ -155,7 +155,7 @@ func (b *listBuilder) addRow(cs *cells, row int) error {
 			return err
 		}
 		switch {
-		case tail != "" && s == chunkIDOf(tail) && !strings.ContainsRune(cutQuery(tail), '/'):
+		case tail != "" && s == chunkIDOf(l.prefixes[prefix]+tail) && !strings.ContainsRune(cutQuery(tail), '/'):
 			e.prefix |= flagIDFromURL // the catalog repeats the object's name
 		case len(s) > maxText:
 			return fmt.Errorf("%q is %d bytes, more than %d", colChunkID, len(s), maxText)
@@ -440,10 +440,20 @@ func plainName(s string) bool {
 	return true
 }
 
-// cutQuery is u without its query string.
+// cutQuery is u without its query string and fragment, which only an
+// http(s) URL has: in a plain path, an s3:// key and a file:// URL (whose
+// store reads all that follows as the path) '?' and '#' are characters
+// of the name. objectPath takes a URL's ids by the same rule.
 func cutQuery(u string) string {
-	if i := strings.IndexByte(u, '?'); i >= 0 {
-		return u[:i]
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return u
+	}
+	if s := strings.ToLower(u[:i]); s != "http" && s != "https" {
+		return u
+	}
+	if k := strings.IndexAny(u, "?#"); k >= 0 {
+		return u[:k]
 	}
 	return u
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"strings"
 
@@ -305,18 +306,9 @@ func (e *sizeError) Unwrap() []error { return []error{ErrTooLarge, store.ErrUnsu
 func hasGlobMeta(p string) bool { return strings.ContainsAny(p, "*?[") }
 
 // segmentOf is the value of the last "segment=<id>" element of the URL's
-// path, or else the name of the object's parent folder.
+// path (see objectPath), or else the name of the object's parent folder.
 func segmentOf(u string) string {
-	p := u
-	if i := strings.Index(p, "://"); i >= 0 {
-		p = p[i+3:]
-		if j := strings.IndexByte(p, '/'); j >= 0 {
-			p = p[j:]
-		}
-	}
-	if i := strings.IndexByte(p, '?'); i >= 0 {
-		p = p[:i]
-	}
+	p := objectPath(u)
 	dirs := strings.Split(path.Dir(p), "/")
 	for i := len(dirs) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(dirs[i], "segment="); ok {
@@ -329,11 +321,34 @@ func segmentOf(u string) string {
 	return ""
 }
 
-// chunkIDOf is the object's name without its extension.
+// chunkIDOf is the object's name (see objectPath) without its extension.
 func chunkIDOf(u string) string {
-	if i := strings.IndexByte(u, '?'); i >= 0 {
-		u = u[:i]
-	}
-	b := path.Base(u)
+	b := path.Base(objectPath(u))
 	return strings.TrimSuffix(b, path.Ext(b))
+}
+
+// objectPath is the path of the object u names, as its store reads it,
+// for the ids made of it: a plain path, and an s3:// URL's key (after a
+// '/'), as written; a file:// or http(s):// URL's path, after its host,
+// decoded (an http(s) URL's without its query and fragment: cutQuery).
+// So a folder "c#1" is "c#1" whether named by a path, a key or a URL
+// ("c%231"; FileURL makes them so).
+func objectPath(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return u
+	}
+	p := cutQuery(u)[i+3:]
+	if j := strings.IndexByte(p, '/'); j >= 0 {
+		p = p[j:]
+	} else {
+		p = "/" + p // no path: the host (a bucket) names it
+	}
+	if strings.EqualFold(u[:i], "s3") {
+		return p
+	}
+	if d, err := url.PathUnescape(p); err == nil {
+		p = d
+	}
+	return p
 }

@@ -65,6 +65,11 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote edge-case inputs to %s/edge\n", *out)
+		if err := datagen.WriteNames(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote objects whose names a URL would read otherwise to %s/names\n", *out)
 		if err := datagen.WritePaged(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "datagen:", err)
 			os.Exit(1)
