@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/remote-segments/remote_segments/iosched"
@@ -151,8 +152,9 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 			// ahead; four times that leaves room for a shard's. A page
 			// of a million names (a server may send one) is not built
 			// twice.
+			objs = dropMarkers(objs)
 			objs = objs[:min(len(objs), 4*parallel+1)]
-			if l, err := listed(objs, source, st, src); err == nil {
+			if l, err := listed(objs, source, st, src); len(objs) > 0 && err == nil {
 				src.First(l)
 			}
 		}
@@ -161,11 +163,13 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 	switch {
 	case hasGlobMeta(name):
 		objs, err = store.GlobFirst(ctx, st, name, parallel, first)
+		objs = dropMarkers(objs)
 		if err == nil && len(objs) == 0 {
 			err = fmt.Errorf("%w: nothing matches %q", ErrNoChunks, source)
 		}
 	case strings.HasSuffix(name, "/"):
 		objs, err = store.ListTreeFirst(ctx, st, name, parallel, first)
+		objs = dropMarkers(objs)
 		if err == nil && len(objs) == 0 {
 			err = fmt.Errorf("%w: nothing under %q", ErrNoChunks, source)
 		}
@@ -176,8 +180,10 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 		if err == nil {
 			objs = []store.ObjectInfo{{Name: name, Size: size}}
 		} else if st.IsNotFound(err) {
-			if listed, lerr := store.ListTree(ctx, st, name+"/", parallel); lerr == nil && len(listed) > 0 {
-				objs, err = listed, nil
+			if l, lerr := store.ListTree(ctx, st, name+"/", parallel); lerr == nil {
+				if l = dropMarkers(l); len(l) > 0 {
+					objs, err = l, nil
+				}
 			}
 		}
 	}
@@ -185,6 +191,15 @@ func Resolve(ctx context.Context, src Source, open Opener) (*List, error) {
 		return nil, fmt.Errorf("remote_segments: %w", err)
 	}
 	return listed(objs, source, st, src)
+}
+
+// dropMarkers drops, in place, the folder markers of a listing: empty
+// objects whose names end in '/', which S3's console (and the tools that
+// mimic folders on S3) put where a folder is made. They are no chunk: a
+// local copy of the same tree has folders there, and a scan would fail on
+// the first ("the object is empty"), often the prefix's own ("ds/").
+func dropMarkers(objs []store.ObjectInfo) []store.ObjectInfo {
+	return slices.DeleteFunc(objs, func(o store.ObjectInfo) bool { return o.Size == 0 && strings.HasSuffix(o.Name, "/") })
 }
 
 // listed makes the list of the objects st listed for source.
