@@ -124,6 +124,9 @@ type fakeS3 struct {
 	perPage int
 	hook    func(r *http.Request, prefix string) int
 	pages   atomic.Int64
+	// ignore names the parameters the server ignores, as a broken
+	// server or a proxy that drops them would: "prefix", "start-after".
+	ignore []string
 }
 
 // closeConn is the status a fakeS3 hook returns to close the connection.
@@ -150,7 +153,13 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.pages.Add(1)
+	if slices.Contains(f.ignore, "prefix") {
+		prefix = ""
+	}
 	after := q.Get("start-after")
+	if slices.Contains(f.ignore, "start-after") {
+		after = ""
+	}
 	token := q.Get("continuation-token")
 	if token != "" {
 		after = token[2:]
@@ -599,4 +608,60 @@ func TestGlobFirstPage(t *testing.T) {
 			t.Errorf("ListTreeFirst, %d a page: %d objects, %v, first called %d times", perPage, len(got), err, calls)
 		}
 	}
+}
+
+// TestListIgnoredParameters: a server that ignores a listing's prefix or
+// start-after (it answers as if the whole bucket, or the range from its
+// start, were asked) costs requests, never a name outside what was asked:
+// a listing, a glob and a listing of folders keep only names under their
+// prefix and after their start, and find what a good server gives, or
+// fail; they never read another folder's objects as the prefix's.
+func TestListIgnoredParameters(t *testing.T) {
+	leakCheck(t)
+	ctx := context.Background()
+	good := openFake(t, &fakeS3{keys: treeKeys(), perPage: 3})
+	for _, ignore := range [][]string{{"prefix"}, {"start-after"}, {"prefix", "start-after"}} {
+		for _, perPage := range []int{3, 1000} {
+			bad := openFake(t, &fakeS3{keys: treeKeys(), perPage: perPage, ignore: ignore})
+			for _, prefix := range []string{"bkt/ds/s1/", "bkt/ds/", "bkt/ds/deep/1/"} {
+				want, err := good.List(ctx, prefix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, how := range []string{"List", "ListTree", "Glob"} {
+					var got []store.ObjectInfo
+					switch how {
+					case "List":
+						got, err = bad.List(ctx, prefix)
+					case "ListTree":
+						got, err = store.ListTree(ctx, bad, prefix, 8)
+					case "Glob":
+						got, err = store.Glob(ctx, bad, prefix+"**", 8)
+					}
+					for _, o := range got {
+						if !strings.HasPrefix(o.Name, prefix) {
+							t.Errorf("ignoring %v, %d a page: %s(%s) found %s, outside the prefix", ignore, perPage, how, prefix, o.Name)
+						}
+					}
+					if err != nil && !slices.Contains(ignore, "prefix") {
+						t.Errorf("ignoring %v, %d a page: %s(%s): %v", ignore, perPage, how, prefix, err)
+					}
+					if err != nil && !strings.Contains(err.Error(), "outside the prefix") {
+						t.Errorf("ignoring %v, %d a page: %s(%s) fails with %v, which does not say why", ignore, perPage, how, prefix, err)
+					}
+					if err == nil && !slices.Equal(names(got), names(want)) {
+						t.Errorf("ignoring %v, %d a page: %s(%s) = %v, want %v", ignore, perPage, how, prefix, names(got), names(want))
+					}
+				}
+			}
+		}
+	}
+}
+
+func names(objs []store.ObjectInfo) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.Name)
+	}
+	return out
 }

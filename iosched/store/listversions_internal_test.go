@@ -29,7 +29,7 @@ func TestListVersionsBounded(t *testing.T) {
 			b.WriteString(`<Contents><Key>ds/k000x</Key><Size>1</Size><ETag>"vx"</ETag></Contents>`)
 		}
 		for i := range 1000 {
-			fmt.Fprintf(&b, "<Contents><Key>ds/j%d-%04d</Key><Size>1</Size><ETag>\"e\"</ETag></Contents>", n, i)
+			fmt.Fprintf(&b, "<Contents><Key>ds/k000-%d-%04d</Key><Size>1</Size><ETag>\"e\"</ETag></Contents>", n, i)
 		}
 		b.WriteString("</ListBucketResult>")
 		io.WriteString(w, b.String())

@@ -381,6 +381,12 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 			return keyList{}, err
 		}
 		l.pages++
+		if bad := outside(page, keyPrefix); bad != "" {
+			// A server or proxy that drops the prefix answers with the
+			// bucket's names: taken, they would be chunks of other
+			// datasets; left out, a listing by folder would miss some.
+			return keyList{}, s.fail("LIST", q.prefix, "", fmt.Errorf("the server listed %q, outside the prefix %q asked for (does it ignore a listing's prefix?)", printable(bad, 128), printable(keyPrefix, 128)))
+		}
 		kept, past := 0, false
 		for _, o := range page.objects {
 			name := bucket + "/" + o.Name
@@ -420,6 +426,22 @@ func (s *s3Store) listKeys(ctx context.Context, q keyQuery, bound *listBound) (k
 		token = page.next
 	}
 	return l, nil
+}
+
+// outside returns the first name of page (an object's or a folder's) that
+// does not start with prefix, or "" if there is none.
+func outside(page s3Page, prefix string) string {
+	for _, o := range page.objects {
+		if !strings.HasPrefix(o.Name, prefix) {
+			return o.Name
+		}
+	}
+	for _, p := range page.prefixes {
+		if !strings.HasPrefix(p, prefix) {
+			return p
+		}
+	}
+	return ""
 }
 
 // Listing pages are retried here, not by the scheduler (listings do not

@@ -175,7 +175,7 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	fronts := map[mode]*s3Front{}
 	for _, m := range []mode{modeOK, modeStall, modeShort, modeNoRange, modeGzip, modeShifted, modeRedirect, modeRedirectLoop,
-		modeRedirectFile, modeRedirectTLS, modeExpired} {
+		modeRedirectFile, modeRedirectTLS, modeExpired, modeNoPrefix} {
 		fronts[m] = newS3Front(t, s3, m, tlsBase)
 	}
 	fronts[modeExpired].token, fronts[modeExpired].expireAfter = sec.sessionToken, 2
@@ -344,7 +344,10 @@ func TestFaultMatrix(t *testing.T) {
 		if st == "S3" {
 			cases = append(cases, fault{name: "session token expires mid-scan",
 				injected: "temporary credentials; after 2 GETs the store answers 403 ExpiredToken",
-				src:      src(modeExpired), params: params(modeExpired), wantErr: "ExpiredToken", bound: 15 * time.Second})
+				src:      src(modeExpired), params: params(modeExpired), wantErr: "ExpiredToken", bound: 15 * time.Second},
+				fault{name: "a listing's prefix ignored",
+					injected: "a prefix source listed by a server that drops the prefix: the bucket's names from its start",
+					src:      "'s3://data/chunks/segment=s1/'", params: params(modeNoPrefix), wantErr: "outside the prefix", bound: 15 * time.Second})
 		}
 		for i := range cases {
 			if cases[i].store == "" {

@@ -16,8 +16,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/remote-segments/remote_segments/test/s3server"
@@ -40,6 +42,7 @@ const (
 	modeRedirectFile mode = "redirect-file" // a redirect to file:///etc/passwd
 	modeRedirectTLS  mode = "redirect-tls"  // a redirect to https:// (another scheme)
 	modeExpired      mode = "expired"       // S3: 403 ExpiredToken after expireAfter GETs
+	modeNoPrefix     mode = "noprefix"      // S3: a listing's prefix ignored (the bucket's names from its start)
 )
 
 // parseRange reads "bytes=a-b" or "bytes=a-" against an object of size
@@ -251,6 +254,10 @@ func newS3Front(t *testing.T, up *s3server.Server, m mode, tlsBase string) *s3Fr
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 		if r.Method != http.MethodGet || key == "" { // HEAD, LIST: untouched
+			if m == modeNoPrefix && r.Method == http.MethodGet && r.URL.Query().Has("list-type") {
+				f.listWithoutPrefix(w, r)
+				return
+			}
 			if m == modeExpired {
 				f.reSigned(w, r)
 				return
@@ -266,7 +273,7 @@ func newS3Front(t *testing.T, up *s3server.Server, m mode, tlsBase string) *s3Fr
 			return
 		}
 		switch m {
-		case modeOK, modeRedirect:
+		case modeOK, modeRedirect, modeNoPrefix:
 			proxy.ServeHTTP(w, r)
 		case modeExpired:
 			f.reSigned(w, r)
@@ -315,6 +322,43 @@ func (f *s3Front) reSigned(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	misbehave(w, r, modeOK, data, f.stop)
+}
+
+// listWithoutPrefix serves modeNoPrefix: the listing asked of versitygw
+// without its prefix (as a server or proxy that drops it would), signed
+// again with the front's own credentials, its answer passed on.
+func (f *s3Front) listWithoutPrefix(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	q.Del("prefix")
+	u, err := url.Parse(f.up.Endpoint)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	u.Path, u.RawQuery = r.URL.Path, q.Encode()
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
+	creds := aws.Credentials{AccessKeyID: f.up.AccessKey, SecretAccessKey: f.up.SecretKey}
+	if err := v4.NewSigner().SignHTTP(r.Context(), creds, req, emptySHA256, "s3", f.up.Region, time.Now()); err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
 }
 
 func s3Error(w http.ResponseWriter, status int, code, msg string) {
