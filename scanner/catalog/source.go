@@ -236,9 +236,12 @@ func readCatalog(ctx context.Context, open Opener, source string, f Format, src 
 	if err != nil {
 		return nil, &Error{Catalog: source, Row: -1, Err: err}
 	}
+	// A catalog named by a path resolves its relative rows as paths
+	// (absolute: name is), as its absolute rows are taken; one named by a
+	// URL, as URL references (resolveURL).
 	base := source
 	if !strings.Contains(base, "://") {
-		base = st.URL(name) // an absolute file:// URL, so relative rows resolve
+		base = name
 	}
 	chunks, err := parse(data[0], f, base, src.maxChunks(), src.Keep)
 	var ce *Error

@@ -39,7 +39,13 @@ func WriteNames(dir string) error {
 			return err
 		}
 	}
-	return nil
+	// Catalogs whose relative rows name the folders: rel.csv "p%41/x.arrow"
+	// (read as a URL reference: pA's), relhash.csv "c#1/x.arrow" (read as
+	// one: names/c, which does not exist).
+	if err := os.WriteFile(filepath.Join(names, "rel.csv"), []byte("url\np%41/x.arrow\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(names, "relhash.csv"), []byte("url\nc#1/x.arrow\n"), 0o644)
 }
 
 // writeTen writes an IPC file of one batch of ten rows of x (int64, no
