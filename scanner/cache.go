@@ -627,6 +627,9 @@ type recordingStore struct {
 	mu      sync.Mutex
 	version string
 	mixed   bool // answers of two versions, or one without
+	// recent: an answer of an object written moments before it, whose
+	// version a write to come may keep (store.Recent).
+	recent bool
 }
 
 // GetRange reads as the store does and notes the answer's version.
@@ -641,6 +644,7 @@ func (r *recordingStore) GetRangeVersion(ctx context.Context, name string, off, 
 	body, v, err := r.rv.GetRangeVersion(ctx, name, off, length)
 	if err == nil {
 		r.mu.Lock()
+		r.recent = r.recent || store.Recent(body)
 		switch {
 		case v == "" || (r.version != "" && v != r.version):
 			r.mixed = true
@@ -653,12 +657,13 @@ func (r *recordingStore) GetRangeVersion(ctx context.Context, name string, off, 
 }
 
 // result is the one version every answer gave, or "" if they differed
-// (the object changed while it was read: its ranges are not stored) or
-// gave none.
+// (the object changed while it was read: its ranges are not stored), gave
+// none, or one was of an object written moments before (its ranges are
+// stored by a later scan).
 func (r *recordingStore) result() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.mixed {
+	if r.mixed || r.recent {
 		return ""
 	}
 	return r.version

@@ -2,8 +2,7 @@ package scanner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/remote-segments/remote_segments/iosched/cache"
 	"github.com/remote-segments/remote_segments/iosched/store"
 	"github.com/remote-segments/remote_segments/test/datagen"
+	"github.com/remote-segments/remote_segments/test/origin"
 )
 
 // countingServer serves dir over HTTP with an ETag of each file's content
@@ -61,14 +61,10 @@ func (w countingWriter) Write(b []byte) (int, error) {
 
 func serveCounting(t *testing.T, dir string) *countingServer {
 	cs := &countingServer{}
-	files := http.FileServer(http.Dir(dir))
+	files := origin.Tagged(dir)
 	cs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cs.active.Add(1)
 		defer cs.active.Add(-1)
-		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
-			h := sha256.Sum256(data)
-			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
-		}
 		switch r.Method {
 		case http.MethodHead:
 			cs.heads.Add(1)
@@ -476,7 +472,7 @@ func TestCacheChecksShareTheSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cur, peak, heads atomic.Int64
-	files := http.FileServer(http.Dir(dir))
+	files := origin.Tagged(dir)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := cur.Add(1)
 		defer cur.Add(-1)
@@ -484,10 +480,6 @@ func TestCacheChecksShareTheSlots(t *testing.T) {
 		}
 		if r.Method == http.MethodHead {
 			heads.Add(1)
-		}
-		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
-			h := sha256.Sum256(data)
-			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
 		}
 		time.Sleep(3 * time.Millisecond) // a store's latency, so that requests overlap
 		files.ServeHTTP(w, r)
@@ -520,14 +512,9 @@ func TestCacheBindPrefetchesShareChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := http.FileServer(http.Dir(dir))
+	files := origin.Tagged(dir)
 	var heads atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path)))
-		if err == nil {
-			h := sha256.Sum256(data)
-			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
-		}
 		if r.Method == http.MethodHead {
 			heads.Add(1)
 		}
@@ -628,5 +615,77 @@ func TestCacheCheckPanic(t *testing.T) {
 	}
 	if srv.gets.Load() == 0 {
 		t.Fatal("no GET: bind's checks did not panic, and the test tests nothing")
+	}
+}
+
+// TestCacheRecentWrite: over HTTP a version is made of a Last-Modified
+// time in whole seconds (an ETag of the time and size, as nginx gives, or
+// the time and size where there is no ETag), so that an object written
+// again in the same second at the same size keeps its version. The bytes
+// of an answer given in the second of the write are not cached: the
+// object written again with the same time, the next scan reads the new
+// bytes (before, it read the first ones from the cache, with no error).
+// An object written long before its answer is cached as ever: its next
+// scan makes one check and no GET.
+func TestCacheRecentWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeTag bool // an ETag of the time and size
+	}{{"no ETag", false}, {"ETag of the time and size", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "x.arrow")
+			var answerAfter atomic.Int64 // the answer's Date, after the write
+			var gets atomic.Int64
+			files := http.FileServer(http.Dir(dir))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fi, err := os.Stat(path)
+				if err != nil {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Date", fi.ModTime().Add(time.Duration(answerAfter.Load())).UTC().Format(http.TimeFormat))
+				if tc.timeTag {
+					w.Header().Set("ETag", fmt.Sprintf(`"%x-%x"`, fi.ModTime().Unix(), fi.Size()))
+				}
+				if r.Method == http.MethodGet {
+					gets.Add(1)
+				}
+				files.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			written := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+			write := func(base int64) int64 {
+				if err := os.WriteFile(path, twoColumnFile(t, 1, 100, base), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(path, written, written); err != nil {
+					t.Fatal(err)
+				}
+				return 100*base + 4950
+			}
+			cfg := Config{Process: testProcess(t), Rows: []Row{{"url": srv.URL + "/x.arrow"}}, CacheDir: t.TempDir()}
+			scan := func(want int64) Stats {
+				t.Helper()
+				sum, st := scanSum(t, cfg)
+				if sum != want {
+					t.Fatalf("sum(x) %d, want %d", sum, want)
+				}
+				return st
+			}
+
+			answerAfter.Store(int64(300 * time.Millisecond)) // the same second
+			scan(write(1))
+			if st := scan(write(2)); st.CacheHits != 0 {
+				t.Fatalf("%d cache hits for an object written again in the second of its last answer", st.CacheHits)
+			}
+
+			answerAfter.Store(int64(time.Hour))
+			scan(write(3))
+			gets.Store(0)
+			if st := scan(100*3 + 4950); st.CacheHits != 1 || gets.Load() != 0 {
+				t.Fatalf("an object written an hour before its answers: %d cache hits, %d GETs; want 1, 0", st.CacheHits, gets.Load())
+			}
+		})
 	}
 }

@@ -41,14 +41,7 @@ func TestFolderMarkers(t *testing.T) {
 		if err != nil || len(chunks) != 2 {
 			t.Fatalf("%s: %d chunks (%v), want the 2 objects beside the markers", src, len(chunks), err)
 		}
-		scan := startScan(t, cfg, nil)
-		_, sums := drain(t, scan, 2, 0)
-		scan.Close()
-		var sum int64
-		for _, s := range sums {
-			sum += s
-		}
-		if sum != want {
+		if sum, _ := scanSum(t, cfg); sum != want {
 			t.Errorf("%s: sum(x) %d, want %d", src, sum, want)
 		}
 	}

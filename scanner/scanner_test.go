@@ -272,6 +272,20 @@ func drain(t *testing.T, scan *Scan, threads int, slow time.Duration) (map[strin
 	return rows, sumX
 }
 
+// scanSum scans cfg whole on two threads and returns sum(x) over all its
+// rows, and the scan's stats.
+func scanSum(t *testing.T, cfg Config) (int64, Stats) {
+	t.Helper()
+	scan := startScan(t, cfg, nil)
+	_, sums := drain(t, scan, 2, 0)
+	scan.Close()
+	var sum int64
+	for _, s := range sums {
+		sum += s
+	}
+	return sum, scan.Stats()
+}
+
 // checkSegments compares drain's rows and sum(x) per segment with what the
 // data generator wrote.
 func checkSegments(t *testing.T, stats []datagen.SegmentStats, rows, sumX map[string]int64) {

@@ -199,17 +199,30 @@ func (s *httpStore) GetRangeVersion(ctx context.Context, name string, off, lengt
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
 		return nil, "", s.statusErr("GET", name, rng, resp)
 	}
-	return rangeBody(resp, off, length, func(err error) error {
+	body, version, err := rangeBody(resp, off, length, false /* an HTTP server's ETag may be made of the time */, func(err error) error {
 		return s.fail("GET", name, rng, resp.StatusCode, "", err)
 	})
+	return body, httpVersion(version), err
 }
 
 // rangeBody is the body and version of a 206 or 200 answer to a GET of
 // length bytes at off (length < 0: to the end), or fail's error (its body
 // closed): an encoded body, a 200 (the whole object) to a read from off >
 // 0, a 206 whose Content-Range is not the range asked (or is missing), or
-// fewer bytes than asked where the object may have more.
-func rangeBody(resp *http.Response, off, length int64, fail func(error) error) (io.ReadCloser, string, error) {
+// fewer bytes than asked where the object may have more. The body of an
+// object modified moments before the answer is marked (see Recent);
+// tagByContent says the store's ETags change with every write (S3's), so
+// that one vouches for the bytes however recent the write.
+func rangeBody(resp *http.Response, off, length int64, tagByContent bool, fail func(error) error) (io.ReadCloser, string, error) {
+	body, version, err := answerBody(resp, off, length, fail)
+	if err != nil || !recentlyModified(resp.Header, tagByContent) {
+		return body, version, err
+	}
+	return recentBody{body}, version, nil
+}
+
+// answerBody is rangeBody without the mark.
+func answerBody(resp *http.Response, off, length int64, fail func(error) error) (io.ReadCloser, string, error) {
 	if err := encodingErr(resp.Header.Get("Content-Encoding")); err != nil {
 		resp.Body.Close()
 		return nil, "", fail(err)
@@ -348,7 +361,18 @@ func (s *httpStore) Version(ctx context.Context, name string) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", s.statusErr("HEAD", name, "", resp)
 	}
-	return objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength), nil
+	return httpVersion(objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength)), nil
+}
+
+// httpVersion is the version v (objectVersion's) of an HTTP server's
+// answer, in names of its own. Before recentlyModified, a cache stored the
+// bytes of an object written moments before under a version that a write
+// in the same second kept; entries stored so must never be found again.
+func httpVersion(v string) string {
+	if v == "" {
+		return ""
+	}
+	return "http:" + v
 }
 
 func (s *httpStore) sizeByGet(ctx context.Context, name string) (int64, error) {

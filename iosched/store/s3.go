@@ -305,7 +305,7 @@ func (s *s3Store) GetRangeVersion(ctx context.Context, name string, off, length 
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
 		return nil, "", s.statusErr("GET", name, rng, resp)
 	}
-	return rangeBody(resp, off, length, func(err error) error {
+	return rangeBody(resp, off, length, true /* S3 makes a new ETag with every write */, func(err error) error {
 		return &RequestError{Op: "GET", URL: s.URL(name), Range: rng, Status: resp.StatusCode, Err: err}
 	})
 }

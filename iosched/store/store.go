@@ -510,6 +510,62 @@ func objectVersion(etag, lastModified string, size int64) string {
 	return ""
 }
 
+// recentWindow is how long after an object's Last-Modified time its
+// version may still not tell its bytes apart from those of a write after
+// them: Last-Modified is in whole seconds, and so are the versions made of
+// it (an ETag of the modification time and size, as nginx's, or
+// objectVersion's own without an ETag). A write in the same second as the
+// one before it, of the same size, gives the same version. One second
+// covers that where the server's clock stamps both the file and the
+// answer's Date; the other second covers a writer whose clock is a little
+// apart (a file written over NFS).
+const recentWindow = 2 * time.Second
+
+// recentlyModified reports whether an answer's object was modified less
+// than recentWindow before the answer (its Date), so that its version
+// may be the same after a write to come: its bytes must not be cached
+// under it. Apache makes its ETags weak for the same reason, for one
+// second. With tagByContent (a store whose ETags change with every
+// write), an answer with an ETag vouches for its bytes. An answer
+// without a Last-Modified time says nothing of when it was written (a
+// version of its ETag alone is the server's word); one whose Date or
+// Last-Modified is missing or unreadable, or whose Last-Modified is after
+// its Date (the clocks disagree), is taken as recent.
+func recentlyModified(h http.Header, tagByContent bool) bool {
+	etag, lm := h.Get("ETag"), h.Get("Last-Modified")
+	if tagByContent && etag != "" && !strings.HasPrefix(etag, "W/") || lm == "" {
+		return false
+	}
+	modified, err1 := http.ParseTime(lm)
+	date, err2 := http.ParseTime(h.Get("Date"))
+	return err1 != nil || err2 != nil || date.Sub(modified) < recentWindow
+}
+
+// recentBody is the body of an answer whose object was modified moments
+// before it (recentlyModified).
+type recentBody struct{ io.ReadCloser }
+
+func (recentBody) recent() {}
+
+// LenHint is the body's, or -1.
+func (b recentBody) LenHint() int64 {
+	if h, ok := b.ReadCloser.(LenHint); ok {
+		return h.LenHint()
+	}
+	return -1
+}
+
+// Recent reports whether body, of a GetRange or GetRangeVersion, is of an
+// object modified so shortly before it was read (see recentlyModified)
+// that the same version may name other bytes after a write to come: a
+// cache keyed by versions must not keep these bytes. A version check of
+// the object later, once the window is past, gives a version that a
+// write can no longer share.
+func Recent(body io.ReadCloser) bool {
+	_, ok := body.(interface{ recent() })
+	return ok
+}
+
 // listedVersion is the Version of an object from the entity tag a listing
 // gave for it: the tag alone, as objectVersion makes it, since a listing's
 // modification time is written in another form than a HEAD's header.

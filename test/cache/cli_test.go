@@ -4,8 +4,6 @@
 package cache
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/remote-segments/remote_segments/test/datagen"
+	"github.com/remote-segments/remote_segments/test/origin"
 	"github.com/remote-segments/remote_segments/test/sqllogictest"
 	"go.uber.org/goleak"
 )
@@ -74,23 +73,19 @@ func tools(t *testing.T) (string, string) {
 	return duckdb, ext
 }
 
-// origin serves a dataset over HTTP with an ETag of each file's content, as
+// taggedOrigin serves a dataset over HTTP with an ETag of each file's content, as
 // S3 does, counting the GETs; delay, if set, runs before each GET's body
 // (a test's hook to hold a fill in progress).
-type origin struct {
+type taggedOrigin struct {
 	*httptest.Server
 	gets  atomic.Int64
 	delay atomic.Pointer[func()] // set while the server runs: atomic
 }
 
-func serve(t *testing.T, dir string) *origin {
-	o := &origin{}
-	files := http.FileServer(http.Dir(dir))
+func serve(t *testing.T, dir string) *taggedOrigin {
+	o := &taggedOrigin{}
+	files := origin.Tagged(dir)
 	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(r.URL.Path))); err == nil {
-			h := sha256.Sum256(data)
-			w.Header().Set("ETag", `"`+hex.EncodeToString(h[:8])+`"`)
-		}
 		if r.Method == http.MethodGet {
 			o.gets.Add(1)
 			if delay := o.delay.Load(); delay != nil {

@@ -23,10 +23,12 @@ type servers struct {
 	http    *http.Server
 	s3      *s3server.Server
 	proxies []*faultproxy.Proxy
+	written string // the files of /control/write/, served under /written/
 }
 
 // serve starts both servers over dataDir and sets the variables the SQL
-// files use: HTTP (base URL; paths under /forbidden/ answer 403),
+// files use: HTTP (base URL; paths under /forbidden/ answer 403, and
+// /control/write/ and /written/ are written): see write and written),
 // S3_ENDPOINT, S3_KEY, S3_SECRET and S3_REGION (objects are
 // s3://data/<path under dataDir>), and the same S3 endpoint behind fault
 // proxies: S3_SLOW (30 ms per request) and S3_THROTTLED (every third
@@ -37,7 +39,12 @@ func serve(dataDir string, vars map[string]string) (*servers, error) {
 		return nil, err
 	}
 	files := http.FileServer(http.Dir(dataDir))
-	s := &servers{}
+	written, err := os.MkdirTemp("", "sqltest-written-*")
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &servers{written: written}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/forbidden/") {
 			http.Error(w, "forbidden", http.StatusForbidden)
@@ -45,6 +52,14 @@ func serve(dataDir string, vars map[string]string) (*servers, error) {
 		}
 		if key, ok := strings.CutPrefix(r.URL.Path, "/control/overwrite/"); ok {
 			s.overwrite(w, r, dataDir, key)
+			return
+		}
+		if name, ok := strings.CutPrefix(r.URL.Path, "/control/write/"); ok {
+			s.write(w, r, dataDir, name)
+			return
+		}
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/written/"); ok {
+			s.serveWritten(w, r, rest)
 			return
 		}
 		files.ServeHTTP(w, r)
@@ -133,7 +148,52 @@ func (s *servers) overwrite(w http.ResponseWriter, r *http.Request, dataDir, key
 	http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(data))
 }
 
+// writtenAt is the modification time of every file /control/write/
+// writes: two writes of one name are of the same second, as writes a
+// moment apart are.
+var writtenAt = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// write answers ${HTTP}/control/write/<name>?from=<path>: it writes the
+// file at path under the data directory as <name> of /written/, with the
+// time writtenAt, and answers with its bytes (as overwrite does).
+func (s *servers) write(w http.ResponseWriter, r *http.Request, dataDir, name string) {
+	data, err := os.ReadFile(filepath.Join(dataDir, filepath.FromSlash(r.URL.Query().Get("from"))))
+	if err == nil && (name == "" || strings.ContainsAny(name, `/\`)) {
+		err = fmt.Errorf("not a file name: %q", name)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(s.written, name), data, 0o644)
+	}
+	if err == nil {
+		err = os.Chtimes(filepath.Join(s.written, name), writtenAt, writtenAt)
+	}
+	if err != nil {
+		http.Error(w, fmt.Sprintf("write %s: %v", name, err), http.StatusNotFound)
+		return
+	}
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
+}
+
+// serveWritten answers ${HTTP}/written/<after>/<name>: the file that
+// /control/write/ wrote, as Go's file server does (Last-Modified, no
+// ETag), with a Date <after> (a Go duration) after its modification: an
+// answer in the second of the write ("300ms"), or long after it ("1h").
+func (s *servers) serveWritten(w http.ResponseWriter, r *http.Request, rest string) {
+	after, name, _ := strings.Cut(rest, "/")
+	d, err := time.ParseDuration(after)
+	fi, err2 := os.Stat(filepath.Join(s.written, name))
+	if err != nil || err2 != nil || name == "" || strings.ContainsAny(name, `/\`) {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Date", fi.ModTime().Add(d).UTC().Format(http.TimeFormat))
+	http.ServeFile(w, r, filepath.Join(s.written, name))
+}
+
 func (s *servers) close() {
+	if s.written != "" {
+		os.RemoveAll(s.written)
+	}
 	for _, p := range s.proxies {
 		p.Close()
 	}
