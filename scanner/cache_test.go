@@ -689,3 +689,49 @@ func TestCacheRecentWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheRedirectTarget: over HTTP a version is one resource's (its
+// ETag, or its time and size), and a URL that redirects (a "latest"
+// link) may lead to another file written in the same second at the same
+// size: once the link leads to the other file, the scan reads it, not the
+// first file's bytes from the cache.
+func TestCacheRedirectTarget(t *testing.T) {
+	dir := t.TempDir()
+	written := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	for _, f := range []struct {
+		name string
+		base int64
+	}{{"a.arrow", 1}, {"b.arrow", 2}} {
+		path := filepath.Join(dir, f.name)
+		if err := os.WriteFile(path, twoColumnFile(t, 1, 100, f.base), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, written, written); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var target atomic.Value
+	target.Store("/a.arrow")
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/latest.arrow" {
+			http.Redirect(w, r, target.Load().(string), http.StatusFound)
+			return
+		}
+		w.Header().Set("Date", written.Add(time.Hour).Format(http.TimeFormat)) // long after the write
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := Config{Process: testProcess(t), Rows: []Row{{"url": srv.URL + "/latest.arrow"}}, CacheDir: t.TempDir()}
+	for i, want := range []struct {
+		target string
+		sum    int64
+		hits   int64
+	}{{"/a.arrow", 100 + 4950, 0}, {"/a.arrow", 100 + 4950, 1}, {"/b.arrow", 200 + 4950, 0}, {"/b.arrow", 200 + 4950, 1}} {
+		target.Store(want.target)
+		sum, st := scanSum(t, cfg)
+		if sum != want.sum || st.CacheHits != want.hits {
+			t.Fatalf("scan %d, the link to %s: sum(x) %d, %d cache hits; want %d, %d", i+1, want.target, sum, st.CacheHits, want.sum, want.hits)
+		}
+	}
+}

@@ -202,7 +202,7 @@ func (s *httpStore) GetRangeVersion(ctx context.Context, name string, off, lengt
 	body, version, err := rangeBody(resp, off, length, false /* an HTTP server's ETag may be made of the time */, func(err error) error {
 		return s.fail("GET", name, rng, resp.StatusCode, "", err)
 	})
-	return body, httpVersion(version), err
+	return body, httpVersion(version, resp), err
 }
 
 // rangeBody is the body and version of a 206 or 200 answer to a GET of
@@ -361,18 +361,27 @@ func (s *httpStore) Version(ctx context.Context, name string) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", s.statusErr("HEAD", name, "", resp)
 	}
-	return httpVersion(objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength)), nil
+	return httpVersion(objectVersion(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), resp.ContentLength), resp), nil
 }
 
-// httpVersion is the version v (objectVersion's) of an HTTP server's
-// answer, in names of its own. Before recentlyModified, a cache stored the
-// bytes of an object written moments before under a version that a write
-// in the same second kept; entries stored so must never be found again.
-func httpVersion(v string) string {
+// httpVersion is the version v (objectVersion's) of resp, an HTTP
+// server's answer, in names of its own: before recentlyModified, a cache
+// stored the bytes of an object written moments before under a version
+// that a write in the same second kept, and entries stored so must never
+// be found again. An answer that came through redirects names the
+// resource it came from (scheme, host and path; a query, as a signed
+// URL's, changes with each request): a version is one resource's (an
+// ETag, a time and size), and a URL that redirects (a "latest" link) may
+// lead to another file written in the same second at the same size.
+func httpVersion(v string, resp *http.Response) string {
 	if v == "" {
 		return ""
 	}
-	return "http:" + v
+	if resp.Request == nil || resp.Request.Response == nil { // no redirect
+		return "http:" + v
+	}
+	at := url.URL{Scheme: resp.Request.URL.Scheme, Host: resp.Request.URL.Host, Path: resp.Request.URL.Path, RawPath: resp.Request.URL.RawPath}
+	return "http:" + v + "|at:" + at.String()
 }
 
 func (s *httpStore) sizeByGet(ctx context.Context, name string) (int64, error) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/remote-segments/remote_segments/test/faultproxy"
@@ -24,11 +25,15 @@ type servers struct {
 	s3      *s3server.Server
 	proxies []*faultproxy.Proxy
 	written string // the files of /control/write/, served under /written/
+
+	mu    sync.Mutex
+	links map[string]string // /link/<name> → the path it redirects to (/control/link/)
 }
 
 // serve starts both servers over dataDir and sets the variables the SQL
-// files use: HTTP (base URL; paths under /forbidden/ answer 403, and
-// /control/write/ and /written/ are written): see write and written),
+// files use: HTTP (base URL; paths under /forbidden/ answer 403; see
+// overwrite, write, serveWritten and link for /control/, /written/ and
+// /link/),
 // S3_ENDPOINT, S3_KEY, S3_SECRET and S3_REGION (objects are
 // s3://data/<path under dataDir>), and the same S3 endpoint behind fault
 // proxies: S3_SLOW (30 ms per request) and S3_THROTTLED (every third
@@ -44,7 +49,7 @@ func serve(dataDir string, vars map[string]string) (*servers, error) {
 		ln.Close()
 		return nil, err
 	}
-	s := &servers{written: written}
+	s := &servers{written: written, links: map[string]string{}}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/forbidden/") {
 			http.Error(w, "forbidden", http.StatusForbidden)
@@ -60,6 +65,21 @@ func serve(dataDir string, vars map[string]string) (*servers, error) {
 		}
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/written/"); ok {
 			s.serveWritten(w, r, rest)
+			return
+		}
+		if name, ok := strings.CutPrefix(r.URL.Path, "/control/link/"); ok {
+			s.link(w, r, dataDir, name)
+			return
+		}
+		if name, ok := strings.CutPrefix(r.URL.Path, "/link/"); ok {
+			s.mu.Lock()
+			to, found := s.links[name]
+			s.mu.Unlock()
+			if !found {
+				http.NotFound(w, r)
+				return
+			}
+			http.Redirect(w, r, to, http.StatusFound)
 			return
 		}
 		files.ServeHTTP(w, r)
@@ -188,6 +208,23 @@ func (s *servers) serveWritten(w http.ResponseWriter, r *http.Request, rest stri
 	}
 	w.Header().Set("Date", fi.ModTime().Add(d).UTC().Format(http.TimeFormat))
 	http.ServeFile(w, r, filepath.Join(s.written, name))
+}
+
+// link answers ${HTTP}/control/link/<name>?to=<path>&from=<file>: from
+// then on /link/<name> redirects (302) to the path (a "latest" link), and
+// the answer is the data directory's file from (a query's bytes, as
+// overwrite's).
+func (s *servers) link(w http.ResponseWriter, r *http.Request, dataDir, name string) {
+	to := r.URL.Query().Get("to")
+	data, err := os.ReadFile(filepath.Join(dataDir, filepath.FromSlash(r.URL.Query().Get("from"))))
+	if err != nil || !strings.HasPrefix(to, "/") {
+		http.Error(w, fmt.Sprintf("link %s to %q: %v", name, to, err), http.StatusNotFound)
+		return
+	}
+	s.mu.Lock()
+	s.links[name] = to
+	s.mu.Unlock()
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 }
 
 func (s *servers) close() {
