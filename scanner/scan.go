@@ -538,15 +538,25 @@ func (s *Scan) runChunk(j chunkJob) {
 		}
 		return
 	}
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
+	// The catalog's num_rows is what a count(*) answers without reading
+	// the chunk (nextCounted): a chunk read that holds another count
+	// would make two queries of one dataset disagree.
+	if c.NumRows >= 0 && rows != c.NumRows {
+		arrowipc.ReleaseAll(batches)
+		if s.ctx.Err() == nil {
+			s.fail(&ChunkError{Chunk: c, Err: fmt.Errorf("%w: it holds %d rows, and the catalog's num_rows says %d (a count(*) answers from the catalog)", ErrBadChunk, rows, c.NumRows)})
+		}
+		return
+	}
 	actual := mem.commit(retained)
 	s.trace.budget(s.budget)
 	s.chunks.Add(1)
 	out = make([]*Batch, 0, len(batches))
 	cl := &chunkLease{lease: lease, open: len(batches), ahead: s.ahead}
-	var rows int64
-	for _, b := range batches {
-		rows += b.NumRows()
-	}
 	// Bytes the batches reference zero-copy in the fetched buffer are freed
 	// only when the last batch of the chunk goes: they stay held until then
 	// (the chunk lease's Close). The decoded, separately allocated bytes of

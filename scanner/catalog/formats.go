@@ -76,6 +76,21 @@ func columnIndex(name string) int {
 	return -1
 }
 
+// twiceNamed returns a catalog column (a name isCatalogColumn knows)
+// that names gives more than once, or "": of two values for one column a
+// reader would keep one and drop the other without a word, and nothing
+// tells which one the catalog's writer meant (DuckDB refuses a struct
+// that names a field twice; its CSV reader renames the second url_1,
+// which here would read the first and ignore the second).
+func twiceNamed(names []string) string {
+	for i, n := range names {
+		if isCatalogColumn(n) && slices.Contains(names[i+1:], n) {
+			return n
+		}
+	}
+	return ""
+}
+
 // cells is one catalog row: a cell per column position, and the row's
 // min_<col> / max_<col> fields (nil: none).
 type cells struct {
@@ -395,6 +410,9 @@ func csvRows(data []byte, add func(Row) error) error {
 	for i := range header {
 		header[i] = strings.TrimSpace(strings.TrimPrefix(header[i], "\ufeff"))
 	}
+	if n := twiceNamed(header); n != "" {
+		return fmt.Errorf("CSV header names the column %q twice", n)
+	}
 	row := Row{}
 	for n := 0; ; n++ {
 		rec, err := r.Read()
@@ -416,6 +434,55 @@ func csvRows(data []byte, add func(Row) error) error {
 			return err
 		}
 	}
+}
+
+// jsonTwiceNamed is twiceNamed of the keys of raw, the text of one JSON
+// object (after the separator before it) that decoded to m. A text with
+// no escape holds a '"' then ':' (maybe with white space between) only
+// where a key ends: a string's own '"' would be escaped. So when it has no
+// escape and as many key ends as m has keys, no key is there twice (a
+// nested object's keys only add to the count); any other object is read
+// again, key by key.
+func jsonTwiceNamed(raw []byte, m map[string]any) string {
+	if bytes.IndexByte(raw, '\\') < 0 && keyEnds(raw) == len(m) {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimLeft(raw, ", \t\r\n")))
+	if _, err := dec.Token(); err != nil { // {
+		return ""
+	}
+	var keys []string
+	for dec.More() {
+		t, err := dec.Token()
+		k, ok := t.(string)
+		var skip json.RawMessage
+		if err != nil || !ok || dec.Decode(&skip) != nil {
+			return ""
+		}
+		keys = append(keys, k)
+	}
+	return twiceNamed(keys)
+}
+
+// keyEnds counts the colons of text that follow a '"' (white space
+// between): the keys of a JSON text without escapes (jsonTwiceNamed).
+func keyEnds(text []byte) int {
+	n := 0
+	for i := bytes.IndexByte(text, ':'); i >= 0; {
+		j := i - 1
+		for j >= 0 && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n') {
+			j--
+		}
+		if j >= 0 && text[j] == '"' {
+			n++
+		}
+		next := bytes.IndexByte(text[i+1:], ':')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return n
 }
 
 // tooManyRows is the error of a catalog of more than maxRows rows.
@@ -440,6 +507,7 @@ func jsonRows(data []byte, add func(Row) error) error {
 	}
 	for n := 0; dec.More(); n++ {
 		var m map[string]any
+		start := dec.InputOffset()
 		if err := dec.Decode(&m); err != nil {
 			if array {
 				return fmt.Errorf("JSON: %v", err)
@@ -448,6 +516,9 @@ func jsonRows(data []byte, add func(Row) error) error {
 		}
 		if m == nil {
 			return &Error{Row: n, Err: fmt.Errorf("%w: JSON: not an object", ErrMalformed)}
+		}
+		if k := jsonTwiceNamed(trimmed[start:dec.InputOffset()], m); k != "" {
+			return &Error{Row: n, Err: fmt.Errorf("%w: JSON: the object names the column %q twice", ErrMalformed, k)}
 		}
 		for k, v := range m {
 			if num, ok := v.(json.Number); ok {

@@ -2,9 +2,13 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/remote-segments/remote_segments/scanner/catalog/internal/parquet/parquettest"
 )
 
@@ -120,4 +124,51 @@ func FuzzParseCatalog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestColumnNamedTwice: a catalog that names one of its columns twice
+// (two url columns, two min_x) fails naming it, in every format, even
+// when the second name is written with an escape (JSON); other columns
+// named twice are not the catalog's business.
+func TestColumnNamedTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		format Format
+		column string // "" : no error
+	}{
+		{"csv url", []byte("url,url\n/a.arrow,/b.arrow\n"), CSV, "url"},
+		{"csv min_x", []byte("url,min_x,max_x,min_x\n/a.arrow,1,5,9\n"), CSV, "min_x"},
+		{"csv other", []byte("url,note,note\n/a.arrow,1,2\n"), CSV, ""},
+		{"json url", []byte(`[{"url": "/a.arrow", "url": "/b.arrow"}]`), JSON, "url"},
+		{"json escaped", []byte(`{"url": "/a.arrow", "\u0075rl": "/b.arrow"}`), JSON, "url"},
+		{"json num_rows", []byte(`{"url": "/a.arrow", "num_rows": 3, "num_rows": 10}`), JSON, "num_rows"},
+		{"json other", []byte(`{"url": "/a.arrow", "n": 1, "n": 2}`), JSON, ""},
+		{"json nested", []byte(`{"url": "/a.arrow", "meta": {"url": "/b.arrow"}}`), JSON, ""},
+		{"json spaced", []byte("{\"url\" : \"/a.arrow\", \"url\"\n\t: \"/b.arrow\"}"), JSON, "url"},
+		{"json colons in values", []byte(`{"url": "s3://b/a.arrow", "segment_id": ":", "chunk_id": "a:"}`), JSON, ""},
+		{"jsonl second row", []byte("{\"url\": \"/a.arrow\"}\n{\"url\": \"/a.arrow\", \"min_x\": 1, \"min_x\": 2}\n"), JSON, "min_x"},
+		{"parquet url", twoURLParquet(t), Parquet, "url"},
+	} {
+		_, err := Parse(tc.data, tc.format, "/cat")
+		switch {
+		case tc.column == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.column != "" && (err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), fmt.Sprintf("%q twice", tc.column))):
+			t.Errorf("%s: error %v, want one naming %q twice", tc.name, err, tc.column)
+		}
+	}
+}
+
+// twoURLParquet is a Parquet catalog of one row with two columns url.
+func twoURLParquet(t *testing.T) []byte {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "url", Type: arrow.BinaryTypes.String}, {Name: "url", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.StringBuilder).Append("/a.arrow")
+	b.Field(1).(*array.StringBuilder).Append("/b.arrow")
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	return parquettest.WriteArrow(t, rec)
 }

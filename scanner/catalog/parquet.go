@@ -17,6 +17,13 @@ func parquetRows(data []byte, b *listBuilder) error {
 		if first {
 			b.grow(int(total))
 		}
+		names := make([]string, len(cols))
+		for k, c := range cols {
+			names[k] = c.Name
+		}
+		if n := twiceNamed(names); n != "" {
+			return fmt.Errorf("the file names the column %q twice", n)
+		}
 		index := make([]int, len(cols))
 		bounds := make([]boundCell, len(cols)) // side -1: a catalog column
 		for k, c := range cols {

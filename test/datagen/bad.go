@@ -40,6 +40,8 @@ func WriteBadInputs(dir string) error {
 		"malformed.json":  []byte(`[{"url": "mismatch/a.arrow"}, {"url": `),
 		"bad-scheme.csv":  []byte("url\ngopher://example.invalid/x.arrow\n"),
 		"bad-offset.csv":  []byte("url,offset,length\nmismatch/a.arrow,1000000,10\n"),
+		"twice.csv":       []byte("url,url\nmismatch/a.arrow,garbage.arrow\n"),
+		"twice.json":      []byte(`[{"url": "mismatch/a.arrow", "\u0075rl": "garbage.arrow"}]`),
 	}
 	other := arrow.NewSchema([]arrow.Field{{Name: "y", Type: arrow.BinaryTypes.String}}, nil)
 	mismatch, err := chunkBytes(other, 5, false)
