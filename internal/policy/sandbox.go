@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -49,7 +48,7 @@ func parseAllowList(s string) (*allowList, error) {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
-		c, err := canonicalSource(p)
+		c, err := canonicalSource(p, nil)
 		if err != nil {
 			return nil, fmt.Errorf("remote_segments: %s: prefix %q: %v", AllowedPrefixesEnv, p, err)
 		}
@@ -67,7 +66,15 @@ func (l *allowList) admit(source string) error {
 	if l == nil {
 		return nil
 	}
-	c, err := canonicalSource(source)
+	return l.admitVia(source, nil)
+}
+
+// admitVia is admit, local paths resolved through memo (nil: none).
+func (l *allowList) admitVia(source string, memo *pathMemo) error {
+	if l == nil {
+		return nil
+	}
+	c, err := canonicalSource(source, memo)
 	if err == nil {
 		for _, p := range l.prefixes {
 			if under(c, p) {
@@ -88,17 +95,18 @@ func under(c, p string) bool {
 }
 
 // canonicalSource normalizes a source so that prefixes compare as paths:
-// a local path or file:// URL becomes an absolute, cleaned path (".." is
-// resolved, so it cannot climb out of a prefix); an s3:// URL becomes
+// a local path or file:// URL becomes an absolute path, its links resolved
+// where it exists and ".." resolved (cleanLocal), so that neither can climb
+// out of a prefix; an s3:// URL becomes
 // "s3://" + bucket + "/" + key, split where the store splits it (the first
 // "/"), case kept (bucket names and keys are case-sensitive); any other URL
 // becomes scheme://host followed by its path, scheme and host lower-cased,
 // case of the path kept. A URL whose path has a "." or ".." segment is
 // refused: a server may resolve it out of the prefix the string starts
 // with. A trailing slash is kept (it marks a folder).
-func canonicalSource(s string) (string, error) {
+func canonicalSource(s string, memo *pathMemo) (string, error) {
 	if !strings.Contains(s, "://") {
-		return cleanLocal(s)
+		return cleanLocal(s, memo)
 	}
 	scheme, rest, _ := strings.Cut(s, "://")
 	if strings.EqualFold(scheme, "s3") {
@@ -117,7 +125,7 @@ func canonicalSource(s string) (string, error) {
 	}
 	scheme = strings.ToLower(u.Scheme)
 	if scheme == "file" {
-		return cleanLocal(u.Path)
+		return cleanLocal(u.Path, memo)
 	}
 	if u.Host == "" {
 		return "", fmt.Errorf("no host")
@@ -142,11 +150,17 @@ func noDotSegments(p string) error {
 	return nil
 }
 
-func cleanLocal(p string) (string, error) {
+// cleanLocal is local path p made absolute, as DuckDB's sandbox makes it
+// (duckdbLocalPath): the longest prefix that exists has its symbolic
+// links resolved and ".." in the rest is resolved as text. A prefix and a
+// source are compared so, so that a link under a prefix to a file
+// elsewhere is elsewhere (before, it was judged by its own name, and a
+// glob that lists links to files read what they named).
+func cleanLocal(p string, memo *pathMemo) (string, error) {
 	if p == "" {
 		return "", fmt.Errorf("empty path")
 	}
-	abs, err := filepath.Abs(p)
+	abs, err := memo.local(p)
 	if err != nil {
 		return "", err
 	}
@@ -162,8 +176,9 @@ func cleanLocal(p string) (string, error) {
 // query is not trusted with the process's reach: the README's "Sandbox"
 // and test/RELIABILITY.md's threat model say who is trusted with what.
 type Sandboxes struct {
-	env *allowList
-	db  *duckdbSandbox
+	env  *allowList
+	db   *duckdbSandbox
+	memo *pathMemo // where the bind's local folders resolve, for both
 }
 
 // DuckDBAccess is DuckDB's file sandbox as a bind's client context reports
@@ -183,10 +198,11 @@ func NewSandboxes(db *DuckDBAccess) (Sandboxes, error) {
 	if err != nil {
 		return Sandboxes{}, err
 	}
+	memo := &pathMemo{dirs: map[string]string{}}
 	if db == nil || db.ExternalAccess {
-		return Sandboxes{env: env}, nil
+		return Sandboxes{env: env, memo: memo}, nil
 	}
-	return Sandboxes{env: env, db: &duckdbSandbox{dirs: db.AllowedDirectories, paths: db.AllowedPaths}}, nil
+	return Sandboxes{env: env, db: &duckdbSandbox{dirs: db.AllowedDirectories, paths: db.AllowedPaths, memo: memo}, memo: memo}, nil
 }
 
 // on reports whether any sandbox restricts the scan.
@@ -194,7 +210,7 @@ func (s Sandboxes) on() bool { return s.env != nil || s.db != nil }
 
 // admit returns nil when both admit source, env asked first.
 func (s Sandboxes) admit(source string) error {
-	if err := s.env.admit(source); err != nil {
+	if err := s.env.admitVia(source, s.memo); err != nil {
 		return err
 	}
 	return s.db.admit(source)

@@ -184,9 +184,10 @@ func (s *fileStore) Size(ctx context.Context, name string) (int64, error) {
 }
 
 // List walks the directory that contains prefix and returns the regular
-// files below it whose names start with prefix. Symbolic links are not
-// followed, as filepath.WalkDir follows none: only the root's, when
-// prefix names it with a final slash.
+// files below it whose names start with prefix, and the links to regular
+// files, as DuckDB's glob does. A link to a folder is not followed, as
+// DuckDB's ** follows none: only the root's, when prefix names it with a
+// final slash.
 //
 // A folder is read through its descriptor and each file's size asked of
 // it (fstatat), not by the file's whole path: of a listing of many small
@@ -303,21 +304,32 @@ func (l *fileListing) dir(p string, root bool) error {
 			}
 			continue
 		}
-		if !d.Type().IsRegular() || !strings.HasPrefix(name, l.prefix) {
+		// As DuckDB's own glob: a link to a regular file is a match (of
+		// the file's size), a link to a folder is not listed (a ** through
+		// links could loop), nor is a dangling link.
+		link := d.Type()&fs.ModeSymlink != 0
+		if !d.Type().IsRegular() && !link || !strings.HasPrefix(name, l.prefix) {
 			continue
+		}
+		flags := unix.AT_SYMLINK_NOFOLLOW
+		if link {
+			flags = 0
 		}
 		var st unix.Stat_t
 		for {
-			err = unix.Fstatat(fd, d.Name(), &st, unix.AT_SYMLINK_NOFOLLOW)
+			err = unix.Fstatat(fd, d.Name(), &st, flags)
 			if err != unix.EINTR {
 				break
 			}
 		}
+		if link && (err == unix.ENOENT || err == unix.ELOOP) {
+			continue // dangling, or a loop of links
+		}
 		if err != nil {
-			return &fs.PathError{Op: "lstat", Path: filepath.Join(p, d.Name()), Err: err}
+			return &fs.PathError{Op: "stat", Path: filepath.Join(p, d.Name()), Err: err}
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFREG {
-			continue // replaced since the folder was read
+			continue // a link to a folder or a device, or replaced since the folder was read
 		}
 		if l.n.Add(1) > int64(maxListObjects) {
 			return tooManyObjects()

@@ -48,6 +48,28 @@ func WriteNames(dir string) error {
 	return os.WriteFile(filepath.Join(names, "relhash.csv"), []byte("url\nc#1/x.arrow\n"), 0o644)
 }
 
+// WriteLinks writes dir/links, a folder of symbolic links beside a file,
+// as datasets assembled from links (git-annex, a Hugging Face cache) are:
+// a.arrow (NameFirst["pA"]'s rows), b.arrow a link to names/x.arrow,
+// sub a link to the folder names/pA, gone.arrow a link to nothing. A glob
+// or prefix over it lists a.arrow and b.arrow, as DuckDB's glob does (a
+// link to a folder under ** is not followed); WriteNames must run first.
+func WriteLinks(dir string) error {
+	links := filepath.Join(dir, "links")
+	if err := os.RemoveAll(links); err != nil {
+		return err
+	}
+	if err := writeTen(filepath.Join(links, "a.arrow"), NameFirst["pA"]); err != nil {
+		return err
+	}
+	for name, to := range map[string]string{"b.arrow": "../names/x.arrow", "sub": "../names/pA", "gone.arrow": "../names/gone.arrow"} {
+		if err := os.Symlink(to, filepath.Join(links, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writeTen writes an IPC file of one batch of ten rows of x (int64, no
 // nulls) from first: files of any first have the same length.
 func writeTen(path string, first int64) error {

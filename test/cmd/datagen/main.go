@@ -70,6 +70,11 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("datagen: wrote objects whose names a URL would read otherwise to %s/names\n", *out)
+		if err := datagen.WriteLinks(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "datagen:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("datagen: wrote a folder of symbolic links to %s/links\n", *out)
 		if err := datagen.WritePaged(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "datagen:", err)
 			os.Exit(1)
