@@ -181,6 +181,9 @@ func (b *listBuilder) addRow(cs *cells, row int) error {
 	if e.length == 0 {
 		return fmt.Errorf("%q is 0: a chunk has at least one byte", colLength)
 	}
+	if e.length > 0 && e.offset > math.MaxInt64-e.length {
+		return fmt.Errorf("%q %d and %q %d end past the largest object (2^63-1 bytes)", colOffset, e.offset, colLength, e.length)
+	}
 	version, err := textField(&r[iVersion], colVersion, "")
 	if err != nil {
 		return err
