@@ -301,6 +301,38 @@ func (b *Budget) ReserveSize(ctx context.Context, wire, size int64) (*Lease, err
 	return b.reserve(ctx, wire, size)
 }
 
+// TryReserve is Reserve that never waits: where Reserve would wait (a
+// level full, or requests queued ahead of this one) it takes nothing,
+// queues nothing, and returns false. A caller holding work that others
+// wait for (requests it has not submitted yet) tries first, hands that work
+// on when the try fails, and only then waits in Reserve.
+func (b *Budget) TryReserve(wire int64) (*Lease, bool) {
+	return b.tryReserve(wire, -1)
+}
+
+// TryReserveSize is ReserveSize that never waits (see TryReserve).
+func (b *Budget) TryReserveSize(wire, size int64) (*Lease, bool) {
+	if size < 0 || size > maxBytes {
+		panic("budget: reserve size out of range")
+	}
+	return b.tryReserve(wire, size)
+}
+
+func (b *Budget) tryReserve(wire, size int64) (*Lease, bool) {
+	checkWire(wire)
+	b.lock()
+	defer b.unlock()
+	n := size
+	if n < 0 {
+		n = reservation(wire, b.mult)
+	}
+	if b.blockedLevelLocked(n) != nil {
+		return nil, false
+	}
+	b.grantBelowLocked(nil, n)
+	return b.newLeaseLocked(wire, n), true
+}
+
 // reserve is Reserve of size bytes, or of the estimate for wire bytes if
 // size is negative.
 func (b *Budget) reserve(ctx context.Context, wire, size int64) (*Lease, error) {

@@ -98,9 +98,9 @@ func waitStat(t *testing.T, b *Budget, name string, stat func(Stats) int, n int)
 
 func mustTry(t *testing.T, b *Budget, wire int64) *Lease {
 	t.Helper()
-	l, ok := b.tryReserve(wire)
+	l, ok := b.TryReserve(wire)
 	if !ok {
-		t.Fatalf("tryReserve(%d) failed: %v", wire, b)
+		t.Fatalf("TryReserve(%d) failed: %v", wire, b)
 	}
 	return l
 }
@@ -131,8 +131,8 @@ func TestReserveFIFO(t *testing.T) {
 		// 5 bytes are free, yet no small request may pass the waiting big one.
 		var smalls []*pending
 		for i := range 3 {
-			if _, ok := b.tryReserve(1); ok {
-				t.Fatal("tryReserve jumped the queue")
+			if _, ok := b.TryReserve(1); ok {
+				t.Fatal("TryReserve jumped the queue")
 			}
 			smalls = append(smalls, startReserve(b, 1))
 			waitQueued(t, b, 2+i)
@@ -198,12 +198,12 @@ func TestTryReserve(t *testing.T) {
 				waitQueued(t, b, 1)
 			}
 			before := b.Stats()
-			l, ok := b.tryReserve(tt.wire)
+			l, ok := b.TryReserve(tt.wire)
 			if ok != tt.want {
-				t.Fatalf("tryReserve(%d) = %v, want %v", tt.wire, ok, tt.want)
+				t.Fatalf("TryReserve(%d) = %v, want %v", tt.wire, ok, tt.want)
 			}
 			if !ok && b.Stats() != before {
-				t.Fatalf("failed tryReserve changed the budget: %+v -> %+v", before, b.Stats())
+				t.Fatalf("failed TryReserve changed the budget: %+v -> %+v", before, b.Stats())
 			}
 			l.Close()
 			hold.Close()
@@ -213,6 +213,23 @@ func TestTryReserve(t *testing.T) {
 			checkInUse(t, b, 0)
 		})
 	}
+}
+
+// TestTryReserveSize: TryReserveSize charges the size given, not the
+// wire bytes' estimate, when it fits, and nothing when it does not.
+func TestTryReserveSize(t *testing.T) {
+	b := newUnit(10)
+	hold := mustTry(t, b, 4)
+	if _, ok := b.TryReserveSize(1, 7); ok {
+		t.Fatal("TryReserveSize(1, 7) with 6 free succeeded")
+	}
+	l, ok := b.TryReserveSize(1, 6)
+	if !ok || l.Held() != 6 {
+		t.Fatalf("TryReserveSize(1, 6) with 6 free: %v, held %d", ok, l.Held())
+	}
+	l.Close()
+	hold.Close()
+	checkInUse(t, b, 0)
 }
 
 func TestReserveCancel(t *testing.T) {
@@ -494,7 +511,7 @@ func TestOversize(t *testing.T) {
 			t.Fatalf("stats: %+v", s)
 		}
 		// Nothing else fits beside it, however small.
-		if _, ok := b.tryReserve(1); ok {
+		if _, ok := b.TryReserve(1); ok {
 			t.Fatal("granted beside an oversize lease")
 		}
 		l.Close()
@@ -531,7 +548,7 @@ func TestOversize(t *testing.T) {
 	t.Run("zero cap admits one at a time", func(t *testing.T) {
 		b := newUnit(0)
 		l := mustTry(t, b, 1)
-		if _, ok := b.tryReserve(1); ok {
+		if _, ok := b.TryReserve(1); ok {
 			t.Fatal("second request granted on a zero cap")
 		}
 		l.Close()
@@ -547,11 +564,11 @@ func TestParent(t *testing.T) {
 		a := newUnit(6, WithParent(p))
 		c := newUnit(6, WithParent(p))
 		la := mustTry(t, a, 6)
-		if _, ok := a.tryReserve(1); ok {
+		if _, ok := a.TryReserve(1); ok {
 			t.Fatal("child granted above its cap")
 		}
 		lc := mustTry(t, c, 4)
-		if _, ok := c.tryReserve(1); ok {
+		if _, ok := c.TryReserve(1); ok {
 			t.Fatal("parent granted above its cap")
 		}
 		checkInUse(t, p, 10)
@@ -579,8 +596,8 @@ func TestParent(t *testing.T) {
 		big := startReserve(a, 10)
 		waitQueued(t, p, 1)
 		// c has room of its own, but may not pass a's waiting request at p.
-		if _, ok := c.tryReserve(1); ok {
-			t.Fatal("tryReserve jumped the parent's queue")
+		if _, ok := c.TryReserve(1); ok {
+			t.Fatal("TryReserve jumped the parent's queue")
 		}
 		small := startReserve(c, 1)
 		waitQueued(t, p, 2)
@@ -658,7 +675,7 @@ func TestSetCap(t *testing.T) {
 	l := w.mustGrant(t)
 	b.SetCap(2) // shrinking revokes nothing
 	checkInUse(t, b, 7)
-	if _, ok := b.tryReserve(0); ok {
+	if _, ok := b.TryReserve(0); ok {
 		t.Fatal("granted while above the shrunk cap")
 	}
 	hold.Close()
@@ -730,7 +747,7 @@ func TestMisusePanics(t *testing.T) {
 	}{
 		{"negative cap", func() { New(-1) }, "budget: negative capacity"},
 		{"negative SetCap", func() { newUnit(1).SetCap(-1) }, "budget: negative capacity"},
-		{"negative wire", func() { newUnit(1).tryReserve(-1) }, "budget: negative wire size"},
+		{"negative wire", func() { newUnit(1).TryReserve(-1) }, "budget: negative wire size"},
 		{"huge wire", func() { newUnit(1).Reserve(context.Background(), math.MaxInt64) }, "budget: wire size out of range"},
 		{"release more than held", func() { mustTry(t, newUnit(10), 5).Release(6) }, "budget: released more than held"},
 		{"negative release", func() { mustTry(t, newUnit(10), 5).Release(-1) }, "budget: negative release"},
@@ -884,7 +901,7 @@ func TestHammer(t *testing.T) {
 				var err error
 				if rng.IntN(5) == 0 {
 					var ok bool
-					if l, ok = b.tryReserve(wire); !ok {
+					if l, ok = b.TryReserve(wire); !ok {
 						err = errors.New("busy")
 					}
 				} else {
@@ -976,7 +993,7 @@ func TestIdlePass(t *testing.T) {
 	strict := newUnit(100)
 	a0, b0 := newUnit(1000, WithParent(strict)), newUnit(1000, WithParent(strict))
 	held, _ := b0.Reserve(ctx, 100) // b0's ready chunks fill the parent
-	if _, ok := a0.tryReserve(10); ok {
+	if _, ok := a0.TryReserve(10); ok {
 		t.Fatal("a strict parent let a request past its cap")
 	}
 	held.Close()

@@ -34,12 +34,7 @@ func (b *Budget) extendLocked(origin *Budget, n int64, head bool) {
 // whole charge by the measured size. It panics if n is negative or the lease
 // is committed or closed.
 func (l *Lease) Grow(n int64) {
-	if l == nil {
-		panic("budget: Grow on nil lease")
-	}
-	if n < 0 || n > maxBytes {
-		panic("budget: grow size out of range")
-	}
+	l.checkSize("Grow", n)
 	b := l.b
 	b.lock()
 	if l.closed || l.committed {
@@ -69,12 +64,7 @@ func (l *Lease) Grow(n int64) {
 // It panics if n is negative or absurdly large, or the lease is committed or
 // closed. Close must not run while Extend waits.
 func (l *Lease) Extend(ctx context.Context, n int64) error {
-	if l == nil {
-		panic("budget: Extend on nil lease")
-	}
-	if n < 0 || n > maxBytes {
-		panic("budget: extend size out of range")
-	}
+	l.checkSize("Extend", n)
 	b := l.b
 	done := ctx.Done()
 	b.lock()
@@ -137,6 +127,28 @@ func (l *Lease) Extend(ctx context.Context, n int64) error {
 		b.mu.Unlock()
 		return nil
 	}
+}
+
+// TryExtend is Extend that never waits (see TryReserve): where Extend
+// would wait it charges nothing and returns false.
+func (l *Lease) TryExtend(n int64) bool {
+	l.checkSize("Extend", n)
+	b := l.b
+	b.lock()
+	defer b.unlock()
+	if l.closed || l.committed {
+		panic("budget: Extend after Commit or Close")
+	}
+	head := b.headLocked() == l
+	if !head && b.blockedGrowLocked(n) != nil {
+		return false
+	}
+	for lv := b; lv != nil; lv = lv.parent {
+		lv.extendLocked(b, n, head)
+	}
+	l.size += n
+	l.held += n
+	return true
 }
 
 // blockedGrowLocked returns the first of b and its ancestors at which an

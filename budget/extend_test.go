@@ -102,7 +102,7 @@ func TestExtendBeforeReserve(t *testing.T) {
 	y := mustTry(t, b, 30)
 	e := startExtend(y, 30) // 110: waits
 	waitGrowing(t, b, 1)
-	if _, ok := b.tryReserve(10); ok {
+	if _, ok := b.TryReserve(10); ok {
 		t.Fatal("a reservation passed a parked Extend")
 	}
 	r := startReserve(b, 10)
@@ -290,4 +290,56 @@ func TestFirstRatio(t *testing.T) {
 	if m := b.Stats().Multiplier; m != 10 {
 		t.Fatalf("multiplier after the second commit = %v, want 10", m)
 	}
+}
+
+// TestTryExtend: TryExtend charges at once where Extend would not wait
+// (room under the cap, or the head of line past it) and, where Extend
+// would wait (no room, or an Extend parked ahead), charges nothing and
+// leaves the budget as it was.
+func TestTryExtend(t *testing.T) {
+	b := newUnit(100)
+	a := mustTry(t, b, 40) // the head of line
+	y := mustTry(t, b, 40)
+	if !y.TryExtend(20) { // 100: fits
+		t.Fatal("TryExtend(20) with 20 free failed")
+	}
+	before := b.Stats()
+	if y.TryExtend(1) {
+		t.Fatal("TryExtend(1) of a younger lease with nothing free succeeded")
+	}
+	if st := b.Stats(); st != before || y.Held() != 60 {
+		t.Fatalf("a failed TryExtend changed the budget: %+v -> %+v, held %d", before, st, y.Held())
+	}
+	if !a.TryExtend(30) { // the head: past the cap, as Extend
+		t.Fatal("the head's TryExtend past the cap failed")
+	}
+	if st := b.Stats(); st.InUse != 130 || st.Overcommits != 1 || a.Held() != 70 {
+		t.Fatalf("after the head's TryExtend: %s held %d", st, a.Held())
+	}
+	a.Close() // y is the head now
+	z := mustTry(t, b, 10)
+	w := mustTry(t, b, 10)
+	e := startExtend(z, 50) // 130 > 100: parks
+	waitGrowing(t, b, 1)
+	if w.TryExtend(10) { // 90 would fit, but the parked Extend goes first
+		t.Fatal("TryExtend passed a parked Extend")
+	}
+	y.Close() // z is the head now: its parked Extend goes through
+	if err := e.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	z.Close()
+	if st := b.Stats(); st.InUse != 0 {
+		t.Fatalf("after Close: %s", st)
+	}
+	checkBooks(t, b.Stats())
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("TryExtend of a closed lease did not panic")
+			}
+		}()
+		z.TryExtend(1)
+	}()
 }

@@ -24,7 +24,7 @@ func FuzzBudget(f *testing.F) {
 	// Child caps 8 and 6, parent 10: fill, queue, release, commit, cancel.
 	f.Add([]byte{10, 8, 6, 1, 2, opReserve, 1, 8, opReserve, 2, 5, opReserve, 2, 4, opReserve, 1, 2,
 		opRelease, 0, 5, opCommit, 1, 3, opCancel, 0, opClose, 0, opClose, 1, opSetCap, 0, 30})
-	// Oversize at each level and tryReserve behind a queue.
+	// Oversize at each level and TryReserve behind a queue.
 	f.Add([]byte{4, 20, 2, 0, 0, opReserve, 1, 30, opTryReserve, 0, 1, opReserve, 2, 9,
 		opTryReserve, 2, 1, opClose, 0, opReserve, 0, 1, opCommit, 1, 40, opClose, 1, opClose, 2})
 	// Grow before Commit (above the caps), then after it and after Close.
@@ -407,15 +407,15 @@ func (r *fuzzRun) step(in *fuzzInput) string {
 	case opReserve, opTryReserve:
 		lv, wire := int(in.byte()%3), int64(in.byte()%40)
 		if op == opTryReserve {
-			l, ok := r.budgets[lv].tryReserve(wire)
+			l, ok := r.budgets[lv].TryReserve(wire)
 			id, want := m.reserve(lv, wire, true)
 			if ok != want {
-				r.t.Fatalf("tryReserve(level %d, %d) = %v, model %v", lv, wire, ok, want)
+				r.t.Fatalf("TryReserve(level %d, %d) = %v, model %v", lv, wire, ok, want)
 			}
 			if ok {
 				r.addLease(id, l)
 			}
-			return fmt.Sprintf("tryReserve(level %d, %d) = %v", lv, wire, ok)
+			return fmt.Sprintf("TryReserve(level %d, %d) = %v", lv, wire, ok)
 		}
 		id, _ := m.reserve(lv, wire, false)
 		r.leases = append(r.leases, nil)

@@ -1,5 +1,7 @@
 package budget
 
+import "strings"
+
 // observeLocked folds one observed decoded/wire ratio into the multiplier.
 func (b *Budget) observeLocked(ratio float64) {
 	ratio = min(max(ratio, b.minMult), b.maxMult)
@@ -49,6 +51,17 @@ type Lease struct {
 	listed    bool     // in b.open: open, or closing
 }
 
+// checkSize panics if the lease is nil or n is not a size a lease can hold
+// (negative, or absurdly large); op names the method.
+func (l *Lease) checkSize(op string, n int64) {
+	if l == nil {
+		panic("budget: " + op + " on nil lease")
+	}
+	if n < 0 || n > maxBytes {
+		panic("budget: " + strings.ToLower(op) + " size out of range")
+	}
+}
+
 // Commit replaces the lease's estimate by the measured decoded size actual
 // and feeds actual/wire into the budget's multiplier (skipped if wire was 0).
 // A larger actual is charged at once, never blocking, even if that pushes the
@@ -58,12 +71,7 @@ type Lease struct {
 // Commit may be called at most once, and not after Close; it panics then, if
 // actual is negative, or if actual is less than the bytes already released.
 func (l *Lease) Commit(actual int64) {
-	if l == nil {
-		panic("budget: Commit on nil lease")
-	}
-	if actual < 0 || actual > maxBytes {
-		panic("budget: commit size out of range")
-	}
+	l.checkSize("Commit", actual)
 	b := l.b
 	b.lock()
 	switch {

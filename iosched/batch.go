@@ -30,8 +30,10 @@ type Batch struct {
 	// mu guards what follows; it is never held with the Scheduler's mu.
 	mu        sync.Mutex
 	data      [][]byte
+	errs      []error // each request's error, made at the first (Result)
 	remaining int
 	err       error
+	failed    int // the request err came from, when it came from one (Failed)
 	nreq      int
 	// onDone is SubmitFunc's done, called once (notified) when the batch
 	// is complete.
@@ -98,7 +100,7 @@ func (s *Scheduler) Submit(ctx context.Context, reqs []Request) *Batch {
 func (s *Scheduler) SubmitFunc(ctx context.Context, reqs []Request, done func(*Batch)) *Batch {
 	b := &Batch{
 		s: s, reqs: reqs, results: make(chan Result, len(reqs)), done: make(chan struct{}),
-		data: make([][]byte, len(reqs)), remaining: len(reqs), nreq: len(reqs), onDone: done,
+		data: make([][]byte, len(reqs)), remaining: len(reqs), nreq: len(reqs), onDone: done, failed: -1,
 	}
 	b.ctx, b.cancel = context.WithCancelCause(ctx)
 	s.requests.Add(int64(len(reqs)))
@@ -333,6 +335,26 @@ func (b *Batch) Wait() ([][]byte, error) {
 	return b.data, nil
 }
 
+// Result returns request i's bytes, or its error, once the batch is Done.
+// A request that failed because another one did (the first failure cancels
+// the rest) has that failure's cause as its error: Failed names the
+// request it came from.
+func (b *Batch) Result(i int) ([]byte, error) {
+	<-b.done
+	if b.errs != nil && b.errs[i] != nil {
+		return nil, b.errs[i]
+	}
+	return b.data[i], nil
+}
+
+// Failed returns, once the batch is Done, the index of the request whose
+// failure is Wait's error, or -1 if none failed or the batch was cancelled
+// before any did.
+func (b *Batch) Failed() int {
+	<-b.done
+	return b.failed
+}
+
 // Stats returns the batch's counters.
 func (b *Batch) Stats() BatchStats {
 	return BatchStats{
@@ -350,6 +372,12 @@ func (s *Scheduler) Fetch(ctx context.Context, reqs []Request) ([][]byte, error)
 
 func (b *Batch) deliverLocked(i int, data []byte, err error) {
 	b.data[i] = data
+	if err != nil {
+		if b.errs == nil {
+			b.errs = make([]error, b.nreq)
+		}
+		b.errs[i] = err
+	}
 	b.results <- Result{Index: i, Data: data, Err: err}
 	b.remaining--
 	if b.remaining == 0 {
@@ -366,6 +394,9 @@ func (b *Batch) finishLocked() {
 func (b *Batch) failLocked(i int, err error, counts bool) {
 	if b.err == nil {
 		b.err = err
+		if counts {
+			b.failed = i
+		}
 	}
 	if counts {
 		b.s.failed.Add(1)

@@ -99,6 +99,10 @@ type Config struct {
 	// for a wake at most (tests take the timer away to see that the scan
 	// needs none); 0 means wakeAfter.
 	readyWakeAfter time.Duration
+	// groupMax, when positive, replaces the chunks planChunks submits in
+	// one batch (Scan.groupMax), whatever the store's round trip (tests:
+	// one under the race detector may take longer than minLatencyToHide).
+	groupMax int
 	// projectModel, if not 0, replaces the cost model's verdict on a
 	// projected read wherever the scan may project: 1 it pays, -1 it does
 	// not (tests fill a cache one way and scan it with a model that says

@@ -75,7 +75,7 @@ type Scan struct {
 	slots     chan struct{}
 	// work hands a planned chunk to an idle chunk goroutine (runChunks);
 	// chunkGoroutines counts the goroutines started for chunks.
-	work            chan chunkJob
+	work            chan chunkWork
 	chunkGoroutines atomic.Int64
 	// fetching counts the chunks whose request planChunks submitted
 	// (fetchEarly) and that are not handed to a chunk goroutine yet:
@@ -86,7 +86,10 @@ type Scan struct {
 	// batch): the scan's max_parallel_io share. A consumer that stops
 	// early (a LIMIT) then leaves at most that many chunks read for
 	// nothing, whatever the budget would allow.
-	ahead    chan struct{}
+	ahead chan struct{}
+	// groupMax is the most chunks planChunks submits in one batch of
+	// requests (fetchGroup); 1 where each chunk's request goes alone.
+	groupMax int
 	hold     *iosched.Hold      // keeps the first chunk's domain open until Close
 	sched    *iosched.Scheduler // the first chunk's domain, for utilization
 	ioStart  iosched.Stats
@@ -122,7 +125,7 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 		}
 	}
 	s := &Scan{id: p.scanID(), plan: p, start: time.Now(), fields: fields,
-		slots: make(chan struct{}, maxChunksInFlight), work: make(chan chunkJob)}
+		slots: make(chan struct{}, maxChunksInFlight), work: make(chan chunkWork)}
 	s.ctx, s.cancel = context.WithCancelCause(ctx)
 	s.cache, s.endCache = p.useCache(s.ctx, s.id)
 	s.estimate = p.firstLen
@@ -207,6 +210,18 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	s.budget.SetCap(min(capacity, startingCap(largest, parallel, p.cfg.RequestSize, p.cfg.startingCapFloor)))
 	s.ahead = make(chan struct{}, max(1, s.share(s.ioStart, s.ioStart.Workers)))
+	s.groupMax = 1
+	if m := sched.Model(); m.Samples > 0 && m.Floor < minLatencyToHide {
+		// No round trip to hide: a chunk's fixed costs (its batch, the
+		// hand-offs to an IO worker, a chunk goroutine and a consumer) are
+		// what a small chunk's time is made of, and a group pays them once.
+		// Where round trips are longer, a group would wait for its slowest
+		// request.
+		s.groupMax = max(1, cap(s.ahead)/4)
+	}
+	if p.cfg.groupMax > 0 {
+		s.groupMax = p.cfg.groupMax
+	}
 	// Half the lookahead queued is worth a wake: the other half can be in
 	// flight while the consumer wakes, and no more can be queued (wakeRows).
 	s.ready.setWakeBatches(max(1, cap(s.ahead)/2))
@@ -339,15 +354,16 @@ func (s *Scan) planChunks() {
 	defer s.guard()
 	defer close(s.work) // the idle chunk goroutines end
 	defer s.fetching.Wait()
+	// Chunks reserved whose requests wait to go in one batch: submitted
+	// before planChunks waits for anything, so that it never waits for a
+	// consumer that waits for them.
+	g := &fetchGroup{}
+	defer s.submitGroup(g) // on cancellation, its chunks end as cancelled
 	for i := range s.plan.Chunks.Len() {
-		select {
-		case s.ahead <- struct{}{}:
-		case <-s.ctx.Done():
-			return
-		}
-		select {
-		case s.slots <- struct{}{}:
-		case <-s.ctx.Done():
+		// A slot or a reservation free at once is taken even once the
+		// scan is cancelled (acquire, TryReserve): no chunk is planned
+		// after that.
+		if s.ctx.Err() != nil || !s.acquire(s.ahead, g) || !s.acquire(s.slots, g) {
 			return
 		}
 		chunk := s.plan.Chunks.At(i)
@@ -357,15 +373,16 @@ func (s *Scan) planChunks() {
 		// under a reservation for its fields would take several times
 		// its share of the budget.
 		project := s.chunkProjects(c)
-		lease, err := s.reserve(c, project)
+		lease, err := s.reserve(c, project, g)
 		if err != nil {
 			<-s.slots
 			return // cancelled: Close or an earlier failure
 		}
 		s.ready.start()
 		j := chunkJob{i: i, c: c, lease: lease, project: project}
-		if !s.fetchEarly(j) {
-			s.startChunk(j)
+		if !s.fetchEarly(j, g) {
+			s.submitGroup(g) // chunks start in catalog order
+			s.startChunk(chunkWork{j})
 		}
 		if i == 0 && s.probe != nil {
 			select {
@@ -377,11 +394,33 @@ func (s *Scan) planChunks() {
 	}
 }
 
+// acquire takes a slot of sem (s.ahead, s.slots), first submitting g if
+// it must wait for one; false: the scan is cancelled.
+func (s *Scan) acquire(sem chan struct{}, g *fetchGroup) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+	}
+	s.submitGroup(g)
+	select {
+	case sem <- struct{}{}:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
 // reserve takes chunk c's reservation: its decoded size where the catalog
-// gives it, else its wire bytes times the ratio the budget learned.
-func (s *Scan) reserve(c *Chunk, project bool) (*budget.Lease, error) {
+// gives it, else its wire bytes times the ratio the budget learned. It
+// submits g first if it must wait for the budget.
+func (s *Scan) reserve(c *Chunk, project bool, g *fetchGroup) (*budget.Lease, error) {
 	wire := s.wireEstimate(c, project)
 	if c.DecodedBytes < 0 {
+		if l, ok := s.budget.TryReserve(wire); ok {
+			return l, nil
+		}
+		s.submitGroup(g)
 		return s.budget.Reserve(s.ctx, wire)
 	}
 	// The fetched bytes stay held beside the decoded ones; a projected
@@ -390,7 +429,12 @@ func (s *Scan) reserve(c *Chunk, project bool) (*budget.Lease, error) {
 	if whole := s.wireEstimate(c, false); wire < whole {
 		decoded = int64(float64(decoded) * float64(wire) / float64(whole))
 	}
-	return s.budget.ReserveSize(s.ctx, wire, min(wire+decoded, 1<<50))
+	size := min(wire+decoded, 1<<50)
+	if l, ok := s.budget.TryReserveSize(wire, size); ok {
+		return l, nil
+	}
+	s.submitGroup(g)
+	return s.budget.ReserveSize(s.ctx, wire, size)
 }
 
 // probed ends the probe of the first chunk: the other chunks may be
@@ -410,13 +454,28 @@ type chunkJob struct {
 	early   *earlyFetch // the chunk's request, if planChunks submitted it
 }
 
+// chunkWork is the chunks a chunk goroutine runs one after the other: one,
+// or a group whose requests went in one batch.
+type chunkWork []chunkJob
+
 // earlyFetch is a chunk's one request that planChunks submitted
-// (fetchEarly): the batch, complete when the chunk starts, the hold on its
-// domain, and the lease's buffer it was read into.
+// (fetchEarly): the batch, complete when the chunk starts, the request's
+// index in it, the hold on its domain, and the lease's buffer it was read
+// into.
 type earlyFetch struct {
 	batch *iosched.Batch
+	index int
 	hold  *iosched.Hold
 	into  []byte
+}
+
+// fetchGroup is chunks planChunks reserved whose requests go to one
+// scheduler in one batch (submitGroup): a batch, a completion and a chunk
+// goroutine's wake for up to groupMax chunks, not one each.
+type fetchGroup struct {
+	sched *iosched.Scheduler
+	jobs  chunkWork
+	reqs  []iosched.Request
 }
 
 // fetchEarly submits j's request, if the chunk is read whole in one
@@ -428,66 +487,108 @@ type earlyFetch struct {
 // cache may hold, one that may be mapped, and one of unknown length. The
 // lease is extended to the pooled buffer's size first, as loadWhole
 // would (a younger lease waits for that room as for a reservation).
-func (s *Scan) fetchEarly(j chunkJob) bool {
+func (s *Scan) fetchEarly(j chunkJob, g *fetchGroup) bool {
 	c := j.c
 	n := c.WireLength()
 	if j.i == 0 || c.Row == 0 || j.project || s.cache != nil || s.mappable || n <= 0 || c.Size == 0 || s.plan.prefetches(c) {
 		return false
 	}
-	if more := int64(budget.PooledSize(int(n))) - j.lease.Held(); more > 0 && j.lease.Extend(s.ctx, more) != nil {
-		return false // cancelled: the chunk goroutine reports it
+	if more := int64(budget.PooledSize(int(n))) - j.lease.Held(); more > 0 && !j.lease.TryExtend(more) {
+		s.submitGroup(g)
+		if j.lease.Extend(s.ctx, more) != nil {
+			return false // cancelled: the chunk goroutine reports it
+		}
 	}
 	h, err := openObject(c.URL, &s.plan.cfg)
 	if err != nil {
 		return false // the chunk's own fetch reports it
 	}
-	j.early = &earlyFetch{hold: h, into: j.lease.Buffer(int(n))}
-	r := iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: n,
-		Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, Buffer: j.early.into}
-	s.fetching.Add(1)
-	h.Scheduler.SubmitFunc(s.ctx, []iosched.Request{r}, func(b *iosched.Batch) {
-		// On the IO worker (or a goroutine cancelling the batch): hand
-		// the chunk on, no more.
-		j.early.batch = b
-		s.startChunk(j)
-		s.fetching.Done()
-	})
+	if g.sched != h.Scheduler {
+		s.submitGroup(g) // a batch goes to one scheduler
+		g.sched = h.Scheduler
+	}
+	if g.jobs == nil {
+		g.jobs, g.reqs = make(chunkWork, 0, s.groupMax), make([]iosched.Request, 0, s.groupMax)
+	}
+	j.early = &earlyFetch{index: len(g.reqs), hold: h, into: j.lease.Buffer(int(n))}
+	g.jobs = append(g.jobs, j)
+	g.reqs = append(g.reqs, iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: n,
+		Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, Buffer: j.early.into})
+	if len(g.jobs) >= s.groupMax {
+		s.submitGroup(g)
+	}
 	return true
 }
 
+// submitGroup submits g's requests in one batch, if it has any, and
+// empties it. Once the batch is complete its chunks go to one chunk
+// goroutine, in catalog order.
+func (s *Scan) submitGroup(g *fetchGroup) {
+	if len(g.jobs) == 0 {
+		return
+	}
+	jobs := g.jobs
+	s.fetching.Add(1)
+	g.sched.SubmitFunc(s.ctx, g.reqs, func(b *iosched.Batch) {
+		// On the IO worker (or a goroutine cancelling the batch): hand
+		// the chunks on, no more.
+		for k := range jobs {
+			jobs[k].early.batch = b
+		}
+		s.startChunk(jobs)
+		s.fetching.Done()
+	})
+	g.jobs, g.reqs = nil, nil // the batch keeps them
+}
+
 // result is the early request's bytes, or its error; it releases the
-// hold.
+// hold. The batch's first chunk counts the batch's requests.
 func (e *earlyFetch) result(s *Scan, c *Chunk) ([]byte, error) {
 	defer e.hold.Release()
-	data, err := e.batch.Wait()
-	s.count(e.batch.Stats())
+	data, err := e.batch.Result(e.index)
+	if e.index == 0 {
+		s.count(e.batch.Stats())
+	} else {
+		s.roundTrips.Add(1) // count's, for the batch's first
+	}
 	if err != nil {
 		return nil, &ChunkError{Chunk: c, Err: err}
 	}
-	return data[0], nil
+	return data, nil
 }
 
-// startChunk hands j to an idle chunk goroutine, or starts one. A chunk
+// startChunk hands w to an idle chunk goroutine, or starts one. A chunk
 // goroutine runs chunks until planChunks ends: a goroutine a chunk would
 // start each one on a small stack that the fetch and the decode grow
 // again, and of many small chunks that is a good part of the work. A
 // chunk never waits for a goroutine: one is started when none is idle, so
 // the goroutines are at most the chunks in flight (slots), as before.
-func (s *Scan) startChunk(j chunkJob) {
+func (s *Scan) startChunk(w chunkWork) {
 	select {
-	case s.work <- j:
+	case s.work <- w:
 	default:
 		s.wg.Add(1)
 		s.chunkGoroutines.Add(1)
-		go s.runChunks(j)
+		go s.runChunks(w)
 	}
 }
 
-// runChunks runs j, then the chunks handed to it, until planChunks ends.
-func (s *Scan) runChunks(j chunkJob) {
+// runChunks runs w, then the work handed to it, until planChunks ends.
+// Of a group whose batch failed, the chunk whose request failed fails the
+// scan first: the others' requests were cancelled by that failure.
+func (s *Scan) runChunks(w chunkWork) {
 	defer s.wg.Done()
-	for ok := true; ok; j, ok = <-s.work {
-		s.runChunk(j)
+	for ok := true; ok; w, ok = <-s.work {
+		if len(w) > 1 {
+			b := w[0].early.batch
+			if k := b.Failed(); k >= 0 {
+				_, err := b.Result(k)
+				s.fail(&ChunkError{Chunk: w[k].c, Err: err})
+			}
+		}
+		for _, j := range w {
+			s.runChunk(j)
+		}
 	}
 }
 

@@ -272,6 +272,18 @@ func drain(t *testing.T, scan *Scan, threads int, slow time.Duration) (map[strin
 	return rows, sumX
 }
 
+// scanErr reads scan to its end, closing each batch, and returns the
+// error that ended it (nil at the end).
+func scanErr(scan *Scan) error {
+	for {
+		b, err := scan.Next()
+		if err != nil || b == nil {
+			return err
+		}
+		b.Close()
+	}
+}
+
 // scanSum scans cfg whole on two threads and returns sum(x) over all its
 // rows, and the scan's stats.
 func scanSum(t *testing.T, cfg Config) (int64, Stats) {
@@ -489,18 +501,7 @@ func TestScanCorruptChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	scan := startScan(t, Config{Process: testProcess(t), Source: filepath.Join(dir, "chunks")}, nil)
-	var got error
-	for {
-		b, err := scan.Next()
-		if err != nil {
-			got = err
-			break
-		}
-		if b == nil {
-			break
-		}
-		b.Close()
-	}
+	got := scanErr(scan)
 	scan.Close()
 	if !errors.Is(got, ErrBadChunk) || !strings.Contains(got.Error(), "segment=s1/chunk-1.arrow") {
 		t.Fatalf("err = %v", got)
