@@ -212,11 +212,11 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	s.ahead = make(chan struct{}, max(1, s.share(s.ioStart, s.ioStart.Workers)))
 	s.groupMax = 1
 	if m := sched.Model(); m.Samples > 0 && m.Floor < minLatencyToHide {
-		// No round trip to hide: a chunk's fixed costs (its batch, the
-		// hand-offs to an IO worker, a chunk goroutine and a consumer) are
-		// what a small chunk's time is made of, and a group pays them once.
-		// Where round trips are longer, a group would wait for its slowest
-		// request.
+		// No round trip to hide: a small chunk's time is its fixed costs,
+		// and a group pays some of them once (the batch with its context
+		// and channels, its completion, the hand-off to a chunk
+		// goroutine). Where round trips are longer, a group would wait
+		// for its slowest request.
 		s.groupMax = max(1, cap(s.ahead)/4)
 	}
 	if p.cfg.groupMax > 0 {
