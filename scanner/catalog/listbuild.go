@@ -155,7 +155,7 @@ func (b *listBuilder) addRow(cs *cells, row int) error {
 			return err
 		}
 		switch {
-		case tail != "" && s == chunkIDOf(l.prefixes[prefix]+tail) && !strings.ContainsRune(cutQuery(tail), '/'):
+		case tail != "" && !strings.ContainsRune(cutQuery(tail), '/') && s == chunkIDIn(l.prefixes[prefix], tail):
 			e.prefix |= flagIDFromURL // the catalog repeats the object's name
 		case len(s) > maxText:
 			return fmt.Errorf("%q is %d bytes, more than %d", colChunkID, len(s), maxText)

@@ -51,3 +51,18 @@ func TestObjectPathIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkIDIn: a row's chunk id taken from its folder and name apart is
+// the one taken from its whole URL, for every kind of URL and name.
+func TestChunkIDIn(t *testing.T) {
+	folders := []string{"", "/d/", "/d/c#1/", "d/p%41/", "s3://b/", "s3://b/q?1/", "file:///d/", "file:///d/c%231/",
+		"file:///d/bad%zz/", "file:///d/end%2/", "https://h/d/", "http://h/d%20e/", "HTTPS://h/x/", "https://h/d?a=1/", "https://h/d#f/"}
+	names := []string{"x.arrow", "x", "x%41.arrow", "x%2Fy.arrow", "x%zz.arrow", "x.arrow?sig=1", "x.arrow#f", "%", "..", ".", "a.b.c", "?q"}
+	for _, f := range folders {
+		for _, n := range names {
+			if got, want := chunkIDIn(f, n), chunkIDOf(f+n); got != want {
+				t.Errorf("chunkIDIn(%q, %q) = %q; chunkIDOf(%q) = %q", f, n, got, f+n, want)
+			}
+		}
+	}
+}
