@@ -100,7 +100,7 @@ type Config struct {
 	// needs none); 0 means wakeAfter.
 	readyWakeAfter time.Duration
 	// groupMax, when positive, replaces the chunks planChunks submits in
-	// one batch (Scan.groupMax), whatever the store's round trip (tests:
+	// one batch (Scan.groupLimit), whatever the store's round trip (tests:
 	// one under the race detector may take longer than minLatencyToHide).
 	groupMax int
 	// projectModel, if not 0, replaces the cost model's verdict on a

@@ -126,3 +126,42 @@ func TestGroupsUnderSmallBudget(t *testing.T) {
 		t.Errorf("closed early: %d bytes still held", st.Budget.InUse)
 	}
 }
+
+// TestGroupLimitByStore: requests go in groups to a store whose round
+// trip is short (local files), one by one to one whose round trip is long
+// (here 20 ms) or not measured yet: a catalog may name both, and a group
+// of remote requests would wait for its slowest.
+func TestGroupLimitByStore(t *testing.T) {
+	dir := t.TempDir()
+	paths, _ := writeIPCFiles(t, dir, 4, 20, false)
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	slow := srv.URL + "/" + filepath.Base(paths[1])
+	rows := []Row{{"url": paths[0]}, {"url": slow}}
+	scan := startScan(t, Config{Process: testProcess(t), Rows: rows, MaxParallelIO: 16}, nil)
+	defer scan.Close()
+	limit := func(u string) int {
+		h, err := openObject(u, &scan.plan.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+		return scan.groupLimit(h.Scheduler)
+	}
+	if n := limit(paths[2]); n != 4 {
+		t.Errorf("local files (bind read one): %d chunks a group, want a quarter of the lookahead of 16", n)
+	}
+	if n := limit(srv.URL + "/" + filepath.Base(paths[3])); n != 1 {
+		t.Errorf("a server not measured yet: %d chunks a group, want 1", n)
+	}
+	if err := scanErr(scan); err != nil { // measures the server
+		t.Fatal(err)
+	}
+	if n := limit(slow); n != 1 {
+		t.Errorf("a server 20 ms away: %d chunks a group, want 1", n)
+	}
+}

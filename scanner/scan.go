@@ -86,10 +86,7 @@ type Scan struct {
 	// batch): the scan's max_parallel_io share. A consumer that stops
 	// early (a LIMIT) then leaves at most that many chunks read for
 	// nothing, whatever the budget would allow.
-	ahead chan struct{}
-	// groupMax is the most chunks planChunks submits in one batch of
-	// requests (fetchGroup); 1 where each chunk's request goes alone.
-	groupMax int
+	ahead    chan struct{}
 	hold     *iosched.Hold      // keeps the first chunk's domain open until Close
 	sched    *iosched.Scheduler // the first chunk's domain, for utilization
 	ioStart  iosched.Stats
@@ -210,18 +207,6 @@ func (p *Plan) Start(ctx context.Context, fields []int) (*Scan, error) {
 	}
 	s.budget.SetCap(min(capacity, startingCap(largest, parallel, p.cfg.RequestSize, p.cfg.startingCapFloor)))
 	s.ahead = make(chan struct{}, max(1, s.share(s.ioStart, s.ioStart.Workers)))
-	s.groupMax = 1
-	if m := sched.Model(); m.Samples > 0 && m.Floor < minLatencyToHide {
-		// No round trip to hide: a small chunk's time is its fixed costs,
-		// and a group pays some of them once (the batch with its context
-		// and channels, its completion, the hand-off to a chunk
-		// goroutine). Where round trips are longer, a group would wait
-		// for its slowest request.
-		s.groupMax = max(1, cap(s.ahead)/4)
-	}
-	if p.cfg.groupMax > 0 {
-		s.groupMax = p.cfg.groupMax
-	}
 	// Half the lookahead queued is worth a wake: the other half can be in
 	// flight while the consumer wakes, and no more can be queued (wakeRows).
 	s.ready.setWakeBatches(max(1, cap(s.ahead)/2))
@@ -471,11 +456,30 @@ type earlyFetch struct {
 
 // fetchGroup is chunks planChunks reserved whose requests go to one
 // scheduler in one batch (submitGroup): a batch, a completion and a chunk
-// goroutine's wake for up to groupMax chunks, not one each.
+// goroutine's wake for up to limit chunks, not one each.
 type fetchGroup struct {
 	sched *iosched.Scheduler
+	limit int // groupLimit of sched
 	jobs  chunkWork
 	reqs  []iosched.Request
+}
+
+// groupLimit is the most chunks whose requests go to sched in one batch:
+// a quarter of the lookahead where the store's round trip is under
+// minLatencyToHide, else one. Without a round trip to hide, a small
+// chunk's time is its fixed costs, and a group pays some of them once (the
+// batch with its context and channels, its completion, the hand-off to a
+// chunk goroutine); where round trips are longer, a group would wait for
+// its slowest request. Each domain by its own store: a catalog may name
+// local files and remote objects.
+func (s *Scan) groupLimit(sched *iosched.Scheduler) int {
+	if s.plan.cfg.groupMax > 0 {
+		return s.plan.cfg.groupMax
+	}
+	if m := sched.Model(); m.Samples > 0 && m.Floor < minLatencyToHide {
+		return max(1, cap(s.ahead)/4)
+	}
+	return 1
 }
 
 // fetchEarly submits j's request, if the chunk is read whole in one
@@ -505,16 +509,16 @@ func (s *Scan) fetchEarly(j chunkJob, g *fetchGroup) bool {
 	}
 	if g.sched != h.Scheduler {
 		s.submitGroup(g) // a batch goes to one scheduler
-		g.sched = h.Scheduler
+		g.sched, g.limit = h.Scheduler, s.groupLimit(h.Scheduler)
 	}
 	if g.jobs == nil {
-		g.jobs, g.reqs = make(chunkWork, 0, s.groupMax), make([]iosched.Request, 0, s.groupMax)
+		g.jobs, g.reqs = make(chunkWork, 0, g.limit), make([]iosched.Request, 0, g.limit)
 	}
 	j.early = &earlyFetch{index: len(g.reqs), hold: h, into: j.lease.Buffer(int(n))}
 	g.jobs = append(g.jobs, j)
 	g.reqs = append(g.reqs, iosched.Request{Store: h.Store, Name: h.Name, Offset: c.Offset, Length: n,
 		Priority: iosched.Priority{Query: s.id, Seq: int64(c.Row)}, Buffer: j.early.into})
-	if len(g.jobs) >= s.groupMax {
+	if len(g.jobs) >= g.limit {
 		s.submitGroup(g)
 	}
 	return true
